@@ -1,0 +1,50 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "AccessoryKit",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "AccessoryCore", targets: ["AccessoryCore"]),
+        .library(name: "AccessoryKit", targets: ["AccessoryKit"]),
+        .executable(name: "accessoryctl", targets: ["accessoryctl"]),
+        .executable(name: "accessory-sim", targets: ["accessory-sim"]),
+        .executable(name: "accessory-bench", targets: ["AccessoryBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // The C boundary: libusb, through pkg-config. Only AccessoryKit/LibUSB imports it.
+        .systemLibrary(
+            name: "CLibUSB", path: "CLibUSB", pkgConfig: "libusb-1.0",
+            providers: [.apt(["libusb-1.0-0-dev"])]),
+        // umockdev, for the simulator only (never linked into the library).
+        .systemLibrary(
+            name: "CUmockdev", path: "Sources/CUmockdev", pkgConfig: "umockdev-1.0",
+            providers: [.apt(["libumockdev-dev", "libglib2.0-dev"])]),
+        // Pure core: no clock, no thread, no I/O.
+        .target(name: "AccessoryCore"),
+        // Hardware bridge: libusb backend, manager and sessions.
+        .target(
+            name: "AccessoryKit",
+            dependencies: [
+                "AccessoryCore", "CLibUSB",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .executableTarget(
+            name: "accessoryctl",
+            dependencies: [
+                "AccessoryKit", "AccessoryCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // Virtual accessories: a umockdev testbed that runs a command under it (C).
+        .executableTarget(name: "accessory-sim", dependencies: ["CUmockdev"]),
+        .executableTarget(name: "AccessoryBench", dependencies: ["AccessoryCore", "AccessoryKit"]),
+        .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore"]),
+        .testTarget(name: "AccessoryKitTests", dependencies: ["AccessoryKit", "AccessoryCore"]),
+        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore"]),
+    ]
+)

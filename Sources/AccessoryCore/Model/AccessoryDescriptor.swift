@@ -1,0 +1,133 @@
+/// What is known about one enumeration of one USB device.
+///
+/// Fields a source does not know are `nil`: an imported `udevadm monitor` log may give only
+/// the bus and the port. Nothing here is ever invented.
+public struct AccessoryDescriptor: Hashable, Sendable {
+    public var bus: Int
+    /// Device address (1–127), if known.
+    public var address: Int?
+    /// Kernel port chain, such as `1-1.4`.
+    public var port: String
+    public var vendor: UInt16?
+    public var product: UInt16?
+    public var bcdDevice: UInt16?
+    public var serial: String?
+    public var manufacturer: String?
+    public var name: String?
+    /// Protocol strings the accessory speaks, if known.
+    public var protocols: [String]?
+
+    public init(
+        bus: Int, address: Int?, port: String, vendor: UInt16? = nil, product: UInt16? = nil,
+        bcdDevice: UInt16? = nil, serial: String? = nil, manufacturer: String? = nil,
+        name: String? = nil, protocols: [String]? = nil
+    ) {
+        self.bus = bus
+        self.address = address
+        self.port = port
+        self.vendor = vendor
+        self.product = product
+        self.bcdDevice = bcdDevice
+        self.serial = serial
+        self.manufacturer = manufacturer
+        self.name = name
+        self.protocols = protocols
+    }
+
+    /// The lookup key, when the address is known.
+    public var key: DeviceKey? { address.map { DeviceKey(bus: bus, address: $0) } }
+
+    public var portKey: PortKey { PortKey(bus: bus, port: port) }
+
+    /// The descriptor fingerprint that tells two instances on one address apart.
+    public var fingerprint: Fingerprint {
+        Fingerprint(vendor: vendor, product: product, bcdDevice: bcdDevice, serial: serial)
+    }
+
+    /// Whether `other` can be the same instance: same bus and port, and every field that both
+    /// sides know (address, VID, PID, bcdDevice, serial) is equal.
+    public func isSameInstance(as other: AccessoryDescriptor) -> Bool {
+        bus == other.bus && port == other.port
+            && agree(address, other.address)
+            && fingerprint.agrees(with: other.fingerprint)
+    }
+
+    /// The identity of the physical accessory, stable across re-attaches.
+    public var physicalIdentity: PhysicalIdentity {
+        if let serial, !serial.isEmpty, let vendor, let product {
+            return .serialNumber(vendor: vendor, product: product, serial: serial)
+        }
+        return .port(bus: bus, port: port, vendor: vendor, product: product)
+    }
+
+    /// `VID:PID` in lowercase hex, or `?` for what is unknown.
+    public var vendorProduct: String {
+        "\(vendor.map(Hex.four) ?? "????"):\(product.map(Hex.four) ?? "????")"
+    }
+
+    /// Copies into `self` the fields that `self` lacks and `other` knows.
+    public mutating func fillGaps(from other: AccessoryDescriptor) {
+        address = address ?? other.address
+        vendor = vendor ?? other.vendor
+        product = product ?? other.product
+        bcdDevice = bcdDevice ?? other.bcdDevice
+        serial = serial ?? other.serial
+        manufacturer = manufacturer ?? other.manufacturer
+        name = name ?? other.name
+        protocols = protocols ?? other.protocols
+    }
+}
+
+/// VID, PID, bcdDevice and serial: what distinguishes two devices that got the same address.
+public struct Fingerprint: Hashable, Sendable {
+    public var vendor: UInt16?
+    public var product: UInt16?
+    public var bcdDevice: UInt16?
+    public var serial: String?
+
+    /// Equal in every field that both sides know.
+    public func agrees(with other: Fingerprint) -> Bool {
+        agree(vendor, other.vendor) && agree(product, other.product)
+            && agree(bcdDevice, other.bcdDevice) && agree(serial, other.serial)
+    }
+}
+
+/// Identity of a physical accessory, so an application can see "the same one came back".
+public enum PhysicalIdentity: Hashable, Sendable, CustomStringConvertible {
+    /// VID, PID and a serial number: follows the accessory to any port.
+    case serialNumber(vendor: UInt16, product: UInt16, serial: String)
+    /// No serial: the port it is plugged into stands in for it.
+    case port(bus: Int, port: String, vendor: UInt16?, product: UInt16?)
+
+    public var description: String {
+        switch self {
+        case .serialNumber(let v, let p, let s): return "\(Hex.four(v)):\(Hex.four(p)):\(s)"
+        case .port(_, let port, let v, let p):
+            return "\(v.map(Hex.four) ?? "????"):\(p.map(Hex.four) ?? "????")@\(port)"
+        }
+    }
+}
+
+@inline(__always)
+func agree<T: Equatable>(_ a: T?, _ b: T?) -> Bool {
+    guard let a, let b else { return true }
+    return a == b
+}
+
+/// Four-digit lowercase hexadecimal, as the trace format writes IDs.
+public enum Hex {
+    public static func four(_ value: UInt16) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        let bytes: [UInt8] = [
+            digits[Int(value >> 12) & 0xf], digits[Int(value >> 8) & 0xf],
+            digits[Int(value >> 4) & 0xf], digits[Int(value) & 0xf],
+        ]
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Parses exactly four hexadecimal digits (either case).
+    public static func parseFour(_ text: String) -> UInt16? {
+        guard text.utf8.count == 4 else { return nil }
+        return UInt16(text, radix: 16)
+    }
+}

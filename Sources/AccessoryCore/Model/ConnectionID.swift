@@ -1,0 +1,16 @@
+/// The identity of one attach of one accessory, as `EAAccessory.connectionID`.
+///
+/// A registry mints IDs from 1 upward, once per attach, and never reuses one while it lives.
+/// ``none`` (0) means "no connection", like `EAConnectionIDNone`.
+public struct ConnectionID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// No connection (0).
+    public static let none = ConnectionID(rawValue: 0)
+
+    public static func < (lhs: ConnectionID, rhs: ConnectionID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String { String(rawValue) }
+}

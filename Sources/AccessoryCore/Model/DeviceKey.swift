@@ -1,0 +1,27 @@
+/// Bus number and device address: a lookup key for a device instance, never an identity.
+///
+/// Addresses wrap after 127 and are reused, so two different attaches can share a key.
+public struct DeviceKey: Hashable, Sendable, CustomStringConvertible {
+    public var bus: Int
+    public var address: Int
+
+    public init(bus: Int, address: Int) {
+        self.bus = bus
+        self.address = address
+    }
+
+    public var description: String { "\(bus):\(address)" }
+}
+
+/// Bus number and kernel port chain (such as `1-1.4`): where a device is plugged in.
+public struct PortKey: Hashable, Sendable, CustomStringConvertible {
+    public var bus: Int
+    public var port: String
+
+    public init(bus: Int, port: String) {
+        self.bus = bus
+        self.port = port
+    }
+
+    public var description: String { port }
+}

@@ -1,0 +1,58 @@
+/// Compares a registry with a snapshot of the OS truth, evicts every ghost and admits every
+/// live device the registry lacks.
+///
+/// An entry survives only if the snapshot holds the same instance: same bus and port, and
+/// equal address, VID, PID, bcdDevice and serial wherever both sides know them. All
+/// evictions are returned before all admissions, so the disconnect of a stale ID always
+/// comes before the connect of its successor on the same port.
+public struct Reconciler: Sendable {
+    /// What one reconcile did.
+    public struct Report: Sendable {
+        public var events: [AccessoryEvent] = []
+        public var kept = 0
+        public var evicted: Int { events.lazy.filter { if case .disconnected = $0 { true } else { false } }.count }
+        public var admitted: Int { events.count - evicted }
+    }
+
+    public init() {}
+
+    public func reconcile(_ registry: inout ConnectionRegistry, against truth: [AccessoryDescriptor]) -> Report {
+        var report = Report()
+        // Index the truth by key and by port; a snapshot listing one instance twice counts once.
+        var live: [AccessoryDescriptor] = []
+        live.reserveCapacity(truth.count)
+        var byKey: [DeviceKey: Int] = [:]
+        var byPort: [PortKey: Int] = [:]
+        for d in truth {
+            if let key = d.key, let i = byKey[key], live[i].isSameInstance(as: d) { continue }
+            if d.key == nil, let i = byPort[d.portKey], live[i].isSameInstance(as: d) { continue }
+            let i = live.count
+            live.append(d)
+            if let key = d.key { byKey[key] = i }
+            byPort[d.portKey] = i
+        }
+        var claimed = [Bool](repeating: false, count: live.count)
+        var evictions: [(ConnectionID, GhostEvidence)] = []
+        for entry in registry.accessories {
+            let d = entry.descriptor
+            let candidate = d.key.flatMap { byKey[$0] } ?? byPort[d.portKey]
+            if let i = candidate, !claimed[i], live[i].isSameInstance(as: d) {
+                claimed[i] = true
+                registry.enrich(entry.connectionID, with: live[i])
+                report.kept += 1
+            } else if let i = candidate, d.key != nil, live[i].key == d.key {
+                evictions.append((entry.connectionID, .addressReused(by: live[i])))
+            } else {
+                evictions.append((entry.connectionID, .absentFromSnapshot))
+            }
+        }
+        for (id, evidence) in evictions {
+            if let ev = registry.evict(id, reason: .ghostEvicted(evidence)) { report.events.append(ev) }
+        }
+        for (i, d) in live.enumerated() where !claimed[i] {
+            report.events.append(.connected(registry.admit(d)))
+        }
+        registry.markReconciled()
+        return report
+    }
+}

@@ -1,0 +1,160 @@
+/// The connected accessories, as a pure state machine: an event goes in, notifications come
+/// out. No clock, no thread, no I/O.
+///
+/// Each admission mints a fresh ``ConnectionID``; IDs only ever increase. Bus and address are
+/// lookup keys only: an add whose key is held by a device with another fingerprint, or whose
+/// port is held by another instance, evicts the old entry as a ghost first.
+public struct ConnectionRegistry: Sendable {
+    /// Why the registry asks for a reconcile against the OS truth.
+    public enum Suspicion: Hashable, Sendable {
+        case unknownDevice(DeviceRemoval)
+        case wake
+        case overflow
+    }
+
+    /// The result of applying one event.
+    public struct Update: Sendable {
+        public var events: [AccessoryEvent] = []
+        /// Set when the registry can no longer be trusted without a reconcile.
+        public var suspicion: Suspicion?
+    }
+
+    private var nextID: UInt64 = 1
+    private var entries: [ConnectionID: Accessory] = [:]
+    private var byKey: [DeviceKey: ConnectionID] = [:]
+    private var byPort: [PortKey: ConnectionID] = [:]
+    /// Removals that named no entry, kept until the next reconcile: when the matching add
+    /// arrives late (reordered events), it is not admitted.
+    private var tombstones: [DeviceRemoval] = []
+    private static let maxTombstones = 64
+
+    /// Set by a wake, an overflow or an unknown removal; cleared by a reconcile.
+    public private(set) var isSuspect = false
+
+    public init() {}
+
+    /// The registered accessories, in connection-ID order.
+    public var accessories: [Accessory] {
+        entries.values.sorted { $0.connectionID < $1.connectionID }
+    }
+
+    public var count: Int { entries.count }
+
+    /// The ID the next admission will get.
+    public var nextConnectionID: ConnectionID { ConnectionID(rawValue: nextID) }
+
+    public subscript(id: ConnectionID) -> Accessory? { entries[id] }
+
+    /// The entry at a bus and address, if any.
+    public func accessory(at key: DeviceKey) -> Accessory? {
+        byKey[key].flatMap { entries[$0] }
+    }
+
+    /// The entry on a port, if any.
+    public func accessory(on port: PortKey) -> Accessory? {
+        byPort[port].flatMap { entries[$0] }
+    }
+
+    /// Applies one monitor event. A `.snapshot` is reconciled with a default ``Reconciler``.
+    public mutating func apply(_ event: HotplugEvent) -> Update {
+        var update = Update()
+        switch event {
+        case .added(let d):
+            update.events = add(d)
+        case .removed(let r):
+            if let ev = remove(r) {
+                update.events = [ev]
+            } else {
+                if tombstones.count == Self.maxTombstones { tombstones.removeFirst() }
+                tombstones.append(r)
+                isSuspect = true
+                update.suspicion = .unknownDevice(r)
+            }
+        case .snapshot(let devices):
+            update.events = Reconciler().reconcile(&self, against: devices).events
+        case .sleep:
+            break
+        case .wake:
+            isSuspect = true
+            update.suspicion = .wake
+        case .overflow:
+            isSuspect = true
+            update.suspicion = .overflow
+        }
+        return update
+    }
+
+    private mutating func add(_ d: AccessoryDescriptor) -> [AccessoryEvent] {
+        var events: [AccessoryEvent] = []
+        if let key = d.key, let id = byKey[key], let old = entries[id] {
+            if old.descriptor.isSameInstance(as: d) {
+                // A duplicated add: the same instance again. Learn what it adds, emit nothing.
+                entries[id]?.descriptor.fillGaps(from: d)
+                return []
+            }
+            events.append(evict(id, reason: .ghostEvicted(.addressReused(by: d)))!)
+        }
+        if let id = byPort[d.portKey], entries[id] != nil {
+            events.append(evict(id, reason: .ghostEvicted(.portReplaced(by: d)))!)
+        }
+        if let i = tombstones.firstIndex(where: { $0.names(d) }) {
+            // Its removal came first (reordered events): the instance is already gone.
+            tombstones.remove(at: i)
+            return events
+        }
+        events.append(.connected(admit(d)))
+        return events
+    }
+
+    private mutating func remove(_ r: DeviceRemoval) -> AccessoryEvent? {
+        let id: ConnectionID?
+        if let address = r.address {
+            id = byKey[DeviceKey(bus: r.bus, address: address)]
+        } else {
+            id = byPort[PortKey(bus: r.bus, port: r.port!)]
+        }
+        guard let id, let entry = entries[id], r.names(entry.descriptor) else { return nil }
+        return evict(id, reason: .unplugged)
+    }
+
+    /// Registers a new instance under a freshly minted ID.
+    public mutating func admit(_ d: AccessoryDescriptor) -> Accessory {
+        let accessory = Accessory(connectionID: ConnectionID(rawValue: nextID), descriptor: d)
+        nextID += 1
+        entries[accessory.connectionID] = accessory
+        if let key = d.key { byKey[key] = accessory.connectionID }
+        byPort[d.portKey] = accessory.connectionID
+        return accessory
+    }
+
+    /// Removes an entry and returns its disconnection, or `nil` if the ID is not registered.
+    public mutating func evict(_ id: ConnectionID, reason: DisconnectReason) -> AccessoryEvent? {
+        guard let accessory = entries.removeValue(forKey: id) else { return nil }
+        let d = accessory.descriptor
+        if let key = d.key, byKey[key] == id { byKey[key] = nil }
+        if byPort[d.portKey] == id { byPort[d.portKey] = nil }
+        return .disconnected(accessory, reason)
+    }
+
+    /// Disconnects everything with reason `shutdown`, in ID order.
+    public mutating func shutdown() -> [AccessoryEvent] {
+        accessories.compactMap { evict($0.connectionID, reason: .shutdown) }
+    }
+
+    /// Replaces what is known about an entry with a fuller description of the same instance.
+    mutating func enrich(_ id: ConnectionID, with d: AccessoryDescriptor) {
+        guard var entry = entries[id] else { return }
+        let oldKey = entry.descriptor.key
+        var merged = d
+        merged.fillGaps(from: entry.descriptor)
+        entry.descriptor = merged
+        entries[id] = entry
+        if oldKey == nil, let key = merged.key { byKey[key] = id }
+    }
+
+    /// Marks the registry as matching the OS truth.
+    mutating func markReconciled() {
+        isSuspect = false
+        tombstones.removeAll()
+    }
+}

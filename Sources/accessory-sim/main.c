@@ -1,0 +1,2 @@
+#include <umockdev.h>
+int main(void) { return 0; }
