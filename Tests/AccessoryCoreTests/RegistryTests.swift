@@ -1,2 +1,208 @@
 import Testing
 @testable import AccessoryCore
+
+/// A loopback-like accessory descriptor for tests.
+func device(
+    bus: Int = 1, _ address: Int?, port: String = "1-1", vendor: UInt16 = 0x1209,
+    product: UInt16 = 0x0001, serial: String? = "SN1"
+) -> AccessoryDescriptor {
+    AccessoryDescriptor(bus: bus, address: address, port: port, vendor: vendor, product: product, serial: serial)
+}
+
+func removal(bus: Int = 1, _ address: Int?, port: String? = "1-1") -> HotplugEvent {
+    .removed(DeviceRemoval(bus: bus, address: address, port: port))
+}
+
+/// Applies events in order and returns every notification.
+func run(_ registry: inout ConnectionRegistry, _ events: [HotplugEvent]) -> [AccessoryEvent] {
+    events.flatMap { registry.apply($0).events }
+}
+
+extension AccessoryEvent {
+    var isConnect: Bool { if case .connected = self { true } else { false } }
+    var reason: DisconnectReason? { if case .disconnected(_, let r) = self { r } else { nil } }
+    var id: UInt64 { accessory.connectionID.rawValue }
+}
+
+@Suite("Connection registry")
+struct RegistryTests {
+    @Test("IDs start at 1, increase per attach and are never reused")
+    func idsAreMintedPerAttach() {
+        var r = ConnectionRegistry()
+        let events = run(&r, [
+            .added(device(5)), removal(5), .added(device(6)), removal(6), .added(device(5)),
+        ])
+        let ids = events.filter(\.isConnect).map(\.id)
+        #expect(ids == [1, 2, 3])
+        #expect(r.accessories.map(\.connectionID.rawValue) == [3])
+        #expect(ConnectionID.none.rawValue == 0)
+    }
+
+    @Test("A duplicated add is one attach")
+    func duplicatedAdd() {
+        var r = ConnectionRegistry()
+        let events = run(&r, [.added(device(5)), .added(device(5)), .added(device(5))])
+        #expect(events.count == 1)
+        #expect(r.count == 1)
+    }
+
+    @Test("A remove names its instance; an unplug carries the reason unplugged")
+    func unplug() {
+        var r = ConnectionRegistry()
+        let events = run(&r, [.added(device(5)), removal(5)])
+        #expect(events.last?.reason == .unplugged)
+        #expect(r.count == 0)
+    }
+
+    @Test("A remove before its add: the late add is not admitted, and the registry asks for a reconcile")
+    func removeBeforeAdd() {
+        var r = ConnectionRegistry()
+        let update = r.apply(removal(5))
+        #expect(update.events.isEmpty)
+        #expect(update.suspicion == .unknownDevice(DeviceRemoval(bus: 1, address: 5, port: "1-1")))
+        #expect(r.isSuspect)
+        #expect(r.apply(.added(device(5))).events.isEmpty)
+        #expect(r.count == 0)
+        // The OS truth settles it either way.
+        let report = Reconciler().reconcile(&r, against: [device(5)])
+        #expect(report.admitted == 1)
+        #expect(!r.isSuspect)
+    }
+
+    @Test("Overflow and wake mark the registry suspect until a reconcile")
+    func suspicion() {
+        var r = ConnectionRegistry()
+        #expect(r.apply(.overflow).suspicion == .overflow)
+        #expect(r.isSuspect)
+        _ = r.apply(.snapshot([]))
+        #expect(!r.isSuspect)
+        #expect(r.apply(.sleep).suspicion == nil)
+        #expect(r.apply(.wake).suspicion == .wake)
+    }
+
+    @Test("Address wrap at 127: a reused address with another fingerprint evicts the ghost first")
+    func addressWrap() {
+        var r = ConnectionRegistry()
+        // Device A at address 3 lost its remove; 124 plugs later a different device B gets address 3.
+        var events = run(&r, [.added(device(3, port: "1-1", serial: "A"))])
+        for address in 4...127 {
+            events += run(&r, [.added(device(address, port: "1-2", serial: "B")), removal(address, port: "1-2")])
+        }
+        events += run(&r, [.added(device(1, port: "1-2", serial: "B")), removal(1, port: "1-2")])
+        events += run(&r, [.added(device(3, port: "1-2", serial: "B"))])
+        let tail = Array(events.suffix(2))
+        #expect(tail[0].reason == .ghostEvicted(.addressReused(by: device(3, port: "1-2", serial: "B"))))
+        #expect(tail[0].accessory.descriptor.serial == "A")
+        #expect(tail[1].isConnect)
+        #expect(r.accessories.map(\.descriptor.serial) == ["B"])
+        #expect(r.accessories[0].connectionID.rawValue == 127)
+    }
+
+    @Test("A new instance on an occupied port evicts the old one before connecting")
+    func portReplaced() {
+        var r = ConnectionRegistry()
+        let events = run(&r, [.added(device(5)), .added(device(6))])
+        #expect(events.map(\.id) == [1, 1, 2])
+        #expect(events[1].reason?.code == "ghost-evicted")
+        #expect(events[1].reason?.evidence?.contains("port 1-1") == true)
+    }
+
+    @Test("Eight hours asleep: coalesced events on wake, the live device under a fresh ID")
+    func eightHoursAsleep() {
+        var r = ConnectionRegistry()
+        var naive = Set<Int>()  // what a registry that believes every event would hold
+        let live = device(12)
+        let events: [HotplugEvent] = [
+            .snapshot([]), .added(device(5)), .sleep, .wake,
+            removal(5), .added(device(7)), removal(6), removal(8), .added(device(9)),
+            .added(device(11)), removal(10),
+        ]
+        for e in events {
+            if case .added(let d) = e { naive.insert(d.address!) }
+            if case .removed(let d) = e { naive.remove(d.address!) }
+        }
+        #expect(naive == [7, 9, 11], "a naive registry ends holding stale entries")
+        var log = run(&r, events)
+        log += r.apply(.snapshot([live])).events
+        let final = r.accessories
+        #expect(final.count == 1)
+        #expect(final[0].descriptor.address == 12)
+        #expect(final[0].connectionID.rawValue == log.filter(\.isConnect).map(\.id).max())
+        let evicted = log.filter { $0.reason?.code == "ghost-evicted" }.map(\.id)
+        #expect(Set(evicted) == Set(log.filter(\.isConnect).map(\.id)).subtracting([1, final[0].connectionID.rawValue]))
+        #expect(!evicted.isEmpty)
+        #expect(log.first { $0.id == 1 && !$0.isConnect }?.reason == .unplugged)
+    }
+
+    @Test("Shutdown disconnects everything with reason shutdown, and IDs still never repeat")
+    func shutdown() {
+        var r = ConnectionRegistry()
+        _ = run(&r, [.added(device(5)), .added(device(6, port: "1-2"))])
+        let events = r.shutdown()
+        #expect(events.map(\.reason) == [.shutdown, .shutdown])
+        #expect(r.apply(.added(device(5))).events.first?.id == 3)
+    }
+
+    @Test("Physical identity survives re-attach under a new ID")
+    func physicalIdentity() {
+        var r = ConnectionRegistry()
+        let a = run(&r, [.added(device(5)), removal(5), .added(device(9, port: "1-3"))])
+        #expect(a[0].accessory.physicalIdentity == a[2].accessory.physicalIdentity)
+        #expect(a[0].accessory.connectionID != a[2].accessory.connectionID)
+        let noSerial = device(5, serial: nil)
+        #expect(noSerial.physicalIdentity == .port(bus: 1, port: "1-1", vendor: 0x1209, product: 1))
+    }
+}
+
+@Suite("Reconciler")
+struct ReconcilerTests {
+    @Test("Evictions come before admissions, with evidence")
+    func order() {
+        var r = ConnectionRegistry()
+        _ = run(&r, [.added(device(5)), .added(device(6, port: "1-2"))])
+        let report = Reconciler().reconcile(&r, against: [device(7), device(6, port: "1-2")])
+        #expect(report.kept == 1)
+        #expect(report.events.map(\.isConnect) == [false, true])
+        #expect(report.events[0].reason == .ghostEvicted(.absentFromSnapshot))
+        #expect(report.events[1].id == 3)
+    }
+
+    @Test("Same bus and address with another fingerprint is another device")
+    func addressReuse() {
+        var r = ConnectionRegistry()
+        _ = run(&r, [.added(device(5, serial: "A"))])
+        let other = device(5, serial: "B")
+        let report = Reconciler().reconcile(&r, against: [other])
+        #expect(report.events.first?.reason == .ghostEvicted(.addressReused(by: other)))
+        #expect(r.accessories.map(\.descriptor) == [other])
+    }
+
+    @Test("An imported add that knows only bus and port is matched by port and completed")
+    func enrichByPort() {
+        var r = ConnectionRegistry()
+        _ = run(&r, [.added(AccessoryDescriptor(bus: 3, address: nil, port: "3-12.4.3"))])
+        let full = device(bus: 3, 19, port: "3-12.4.3", vendor: 0x0403, product: 0x6001, serial: "A50449P0")
+        let report = Reconciler().reconcile(&r, against: [full])
+        #expect(report.events.isEmpty)
+        #expect(r.accessories.first?.descriptor == full)
+        #expect(r.accessory(at: DeviceKey(bus: 3, address: 19))?.connectionID.rawValue == 1)
+    }
+
+    @Test("A snapshot that lists one instance twice admits it once")
+    func duplicateInSnapshot() {
+        var r = ConnectionRegistry()
+        let report = Reconciler().reconcile(&r, against: [device(5), device(5)])
+        #expect(report.admitted == 1)
+        #expect(r.count == 1)
+    }
+
+    @Test("Reconciling against the same truth twice changes nothing")
+    func idempotent() {
+        var r = ConnectionRegistry()
+        let truth = (1...20).map { (i: Int) in device(i, port: "1-\(i)", serial: "S\(i)") }
+        _ = Reconciler().reconcile(&r, against: truth)
+        let again = Reconciler().reconcile(&r, against: truth.reversed())
+        #expect(again.events.isEmpty)
+        #expect(again.kept == 20)
+    }
+}
