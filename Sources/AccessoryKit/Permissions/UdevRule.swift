@@ -1,0 +1,50 @@
+import AccessoryCore
+
+/// A narrow udev rule that lets a user open one vendor's (or one product's) USB devices.
+///
+/// It grants access to the logged-in seat user (`TAG+="uaccess"`) and, if named, to a group
+/// with mode 0660. It never makes a node world-writable.
+public struct UdevRule: Hashable, Sendable {
+    public var vendor: UInt16
+    public var product: UInt16?
+    public var group: String?
+
+    /// The file name the README and error messages tell users to install the rule as.
+    public static let fileName = "70-accessorykit.rules"
+
+    public init(vendor: UInt16, product: UInt16? = nil, group: String? = nil) throws(AccessoryError) {
+        if let group, !Self.isValidGroupName(group) {
+            throw AccessoryError(.io, "'\(group)' is not a valid group name (letters, digits, '_' and '-', starting with a letter or '_')")
+        }
+        self.vendor = vendor
+        self.product = product
+        self.group = group
+    }
+
+    /// The rule text: a comment line and one rule line, ending in a newline.
+    public var text: String {
+        let ids = Hex.four(vendor) + (product.map { ":" + Hex.four($0) } ?? "")
+        var match = #"SUBSYSTEM=="usb", ENV{DEVTYPE}=="usb_device", ATTR{idVendor}==""# + Hex.four(vendor) + "\""
+        if let product { match += #", ATTR{idProduct}==""# + Hex.four(product) + "\"" }
+        var grant = #"TAG+="uaccess""#
+        if let group { grant += #", GROUP=""# + group + #"", MODE="0660""# }
+        return "# AccessoryKit: let the seat user\(group.map { " and group \($0)" } ?? "") open USB devices \(ids)\n\(match), \(grant)\n"
+    }
+
+    /// The shell commands that install the rule.
+    public var installHint: String {
+        var args = "--vendor \(Hex.four(vendor))"
+        if let product { args += " --product \(Hex.four(product))" }
+        if let group { args += " --group \(group)" }
+        return "accessoryctl udev-rule \(args) | sudo tee /etc/udev/rules.d/\(Self.fileName) && sudo udevadm control --reload && sudo udevadm trigger"
+    }
+
+    static func isValidGroupName(_ s: String) -> Bool {
+        guard let first = s.utf8.first, s.utf8.count <= 32 else { return false }
+        let isStart = (first >= UInt8(ascii: "a") && first <= UInt8(ascii: "z")) || first == UInt8(ascii: "_")
+        return isStart && s.utf8.allSatisfy { c in
+            (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"))
+                || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
+        }
+    }
+}
