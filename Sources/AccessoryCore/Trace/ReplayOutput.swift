@@ -1,0 +1,96 @@
+/// Formats replay notifications as JSON Lines, as `accessoryctl replay --json` prints them
+/// (TRACE-FORMAT.md, "Replay output").
+///
+/// One line per notification:
+/// `{"notification":"connected","connectionID":1,"bus":1,"address":5,"port":"1-1.4","vendor":"1209","product":"0001","serial":"SN1"}`;
+/// a disconnection adds `"reason"` and, for an eviction, `"evidence"`. The last line is
+/// `{"final":[…]}` with the registry's entries. Unknown fields are left out. Lines are
+/// appended to ``bytes``; hand them to a sink with ``write(to:)``.
+public struct ReplayOutput: Sendable {
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    /// Appends the line for one notification.
+    public mutating func append(_ event: AccessoryEvent) {
+        JSONBytes.appendRaw("{\"notification\":", to: &bytes)
+        switch event {
+        case .connected(let a):
+            JSONBytes.appendRaw("\"connected\",", to: &bytes)
+            Self.appendAccessory(a, to: &bytes)
+        case .disconnected(let a, let reason):
+            JSONBytes.appendRaw("\"disconnected\",", to: &bytes)
+            Self.appendAccessory(a, to: &bytes)
+            JSONBytes.appendRaw(",\"reason\":", to: &bytes)
+            JSONBytes.appendString(reason.code, to: &bytes)
+            if let evidence = reason.evidence {
+                JSONBytes.appendRaw(",\"evidence\":", to: &bytes)
+                JSONBytes.appendString(evidence, to: &bytes)
+            }
+        }
+        JSONBytes.appendRaw("}\n", to: &bytes)
+    }
+
+    /// Appends the final line, `{"final":[…]}`, with `accessories` in the order given.
+    public mutating func appendFinal(_ accessories: [Accessory]) {
+        JSONBytes.appendRaw("{\"final\":[", to: &bytes)
+        for (i, a) in accessories.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "{"))
+            Self.appendAccessory(a, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        JSONBytes.appendRaw("]}\n", to: &bytes)
+    }
+
+    /// Writes the pending lines to `sink` and empties ``bytes``.
+    public mutating func write(to sink: inout some TraceSink) throws {
+        guard !bytes.isEmpty else { return }
+        try bytes.withUnsafeBytes { try sink.write($0) }
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// The pending lines as text.
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The line for one notification, without its newline.
+    public static func line(for event: AccessoryEvent) -> String {
+        var output = ReplayOutput()
+        output.append(event)
+        return String(decoding: output.bytes.dropLast(), as: UTF8.self)
+    }
+
+    /// The final line, without its newline.
+    public static func finalLine(_ accessories: [Accessory]) -> String {
+        var output = ReplayOutput()
+        output.appendFinal(accessories)
+        return String(decoding: output.bytes.dropLast(), as: UTF8.self)
+    }
+
+    /// `"connectionID":…,"bus":…,"address":…,"port":…,"vendor":…,"product":…,"serial":…`.
+    private static func appendAccessory(_ a: Accessory, to out: inout [UInt8]) {
+        let d = a.descriptor
+        JSONBytes.appendRaw("\"connectionID\":", to: &out)
+        JSONBytes.appendUInt(UInt(a.connectionID.rawValue), to: &out)
+        JSONBytes.appendRaw(",\"bus\":", to: &out)
+        JSONBytes.appendInt(d.bus, to: &out)
+        if let address = d.address {
+            JSONBytes.appendRaw(",\"address\":", to: &out)
+            JSONBytes.appendInt(address, to: &out)
+        }
+        JSONBytes.appendRaw(",\"port\":", to: &out)
+        JSONBytes.appendString(d.port, to: &out)
+        if let vendor = d.vendor {
+            JSONBytes.appendRaw(",\"vendor\":", to: &out)
+            JSONBytes.appendHex4(vendor, to: &out)
+        }
+        if let product = d.product {
+            JSONBytes.appendRaw(",\"product\":", to: &out)
+            JSONBytes.appendHex4(product, to: &out)
+        }
+        if let serial = d.serial {
+            JSONBytes.appendRaw(",\"serial\":", to: &out)
+            JSONBytes.appendString(serial, to: &out)
+        }
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+
+/// Reads a hotplug trace (TRACE-FORMAT.md, version 1) one record at a time.
+///
+/// The file is read in chunks (1 MiB by default) and never held whole, so memory does not
+/// grow with the trace: only the longest line must fit. Blank lines are skipped, unknown
+/// fields ignored, and an optional header on the first line is checked (`version` must be 1).
+/// Every record is validated; the first problem throws a ``TraceError`` naming the file and
+/// line. The one exception is a last line without a newline that is not valid JSON (a writer
+/// killed mid-line): it becomes a ``TraceWarning`` in ``warnings`` and the trace ends before it.
+///
+/// ```swift
+/// var reader = try TraceReader(path: "hotplug.trace")
+/// while let record = try reader.next() { … }
+/// ```
+///
+/// A reader opened on a path owns the file and closes it when destroyed; it is `~Copyable`
+/// so that exactly one value owns the descriptor.
+public struct TraceReader: ~Copyable, Sendable {
+    /// The name used in errors and warnings: the path, or what the caller chose.
+    public let name: String
+    /// The header, if the trace has one. Known as soon as the reader is created.
+    public private(set) var header: TraceHeader?
+    /// Problems tolerated so far (a truncated last line).
+    public private(set) var warnings: [TraceWarning] = []
+
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    private var buffer: [UInt8]
+    /// The unconsumed bytes are `buffer[start..<end]`; `buffer[start..<scanned]` has no newline.
+    private var start = 0
+    private var scanned = 0
+    private var end = 0
+    private var atEOF: Bool
+    private var lineNumber = 0
+    private var sawContent = false
+    private var lastT = 0.0
+    private var lastTLine = 0
+    private var pending: TraceRecord?
+
+    /// Opens the trace at `path`.
+    /// - Throws: ``TraceError`` if the file cannot be opened or its first line is invalid.
+    public init(path: String, chunkSize: Int = 1 << 20) throws(TraceError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let openError = errno
+        self.init(fd: fd, owns: true, name: path, chunkSize: fd >= 0 ? chunkSize : 0)
+        guard fd >= 0 else {
+            throw TraceError(file: path, line: nil, reason: "cannot open: \(String(cString: strerror(openError)))")
+        }
+        try readHeader()
+    }
+
+    /// Reads a trace from an open file descriptor (such as standard input).
+    /// - Parameter closeWhenDone: whether the reader closes `fileDescriptor` when destroyed.
+    public init(fileDescriptor: Int32, name: String, closeWhenDone: Bool = false, chunkSize: Int = 1 << 20)
+        throws(TraceError)
+    {
+        self.init(fd: fileDescriptor, owns: closeWhenDone, name: name, chunkSize: chunkSize)
+        try readHeader()
+    }
+
+    /// Reads a trace held in memory.
+    public init(bytes: [UInt8], name: String = "<memory>") throws(TraceError) {
+        self.name = name
+        self.fd = -1
+        self.ownsDescriptor = false
+        self.buffer = bytes
+        self.end = bytes.count
+        self.atEOF = true
+        try readHeader()
+    }
+
+    /// Reads a trace held in a string.
+    public init(string: String, name: String = "<memory>") throws(TraceError) {
+        try self.init(bytes: Array(string.utf8), name: name)
+    }
+
+    private init(fd: Int32, owns: Bool, name: String, chunkSize: Int) {
+        self.name = name
+        self.fd = fd
+        self.ownsDescriptor = owns
+        self.buffer = [UInt8](repeating: 0, count: max(chunkSize, 16))
+        self.atEOF = false
+    }
+
+    deinit {
+        if ownsDescriptor && fd >= 0 { close(fd) }
+    }
+
+    /// The next record, or `nil` at the end of the trace.
+    /// - Throws: ``TraceError`` for an invalid line, a `t` that decreases, or a read error.
+    public mutating func next() throws(TraceError) -> TraceRecord? {
+        if let record = pending {
+            pending = nil
+            return record
+        }
+        return try readRecord()
+    }
+
+    /// Reads every remaining record into memory.
+    public consuming func readAll() throws(TraceError) -> TraceContents {
+        var records: [TraceRecord] = []
+        while let record = try next() { records.append(record) }
+        return TraceContents(header: header, records: records, warnings: warnings)
+    }
+
+    /// Reads the whole trace at `path` into memory.
+    public static func readAll(path: String) throws(TraceError) -> TraceContents {
+        try TraceReader(path: path).readAll()
+    }
+
+    /// Reads a whole trace held in memory.
+    public static func readAll(bytes: [UInt8], name: String = "<memory>") throws(TraceError) -> TraceContents {
+        try TraceReader(bytes: bytes, name: name).readAll()
+    }
+
+    /// Reads a whole trace held in a string.
+    public static func readAll(string: String, name: String = "<memory>") throws(TraceError) -> TraceContents {
+        try TraceReader(string: string, name: name).readAll()
+    }
+
+    // MARK: Lines
+
+    /// Reads up to the first record, taking the header if there is one.
+    private mutating func readHeader() throws(TraceError) {
+        pending = try readRecord()
+    }
+
+    private func failure(_ reason: String) -> TraceError {
+        TraceError(file: name, line: lineNumber, reason: reason)
+    }
+
+    private mutating func readRecord() throws(TraceError) -> TraceRecord? {
+        while true {
+            guard let (first, lineEnd, terminated) = try nextLine() else { return nil }
+            var lineStart = first
+            lineNumber += 1
+            if lineNumber == 1, lineEnd - lineStart >= 3, buffer[lineStart] == 0xEF,
+                buffer[lineStart + 1] == 0xBB, buffer[lineStart + 2] == 0xBF
+            {
+                lineStart += 3  // a UTF-8 byte order mark
+            }
+            let line: TraceLine
+            do {
+                line = try buffer.withUnsafeBytes { raw in
+                    try TraceLineDecoder.decode(UnsafeRawBufferPointer(rebasing: raw[lineStart..<lineEnd]))
+                }
+            } catch let error as JSONLineError {
+                if !terminated {
+                    warnings.append(TraceWarning(
+                        file: name, line: lineNumber, reason: "truncated last line (writer killed mid-line?)"))
+                    return nil
+                }
+                throw failure("invalid JSON: \(error)")
+            } catch let error as TraceFormatViolation {
+                throw failure(error.reason)
+            } catch {
+                throw failure("\(error)")
+            }
+            switch line {
+            case .blank:
+                continue
+            case .header(let h):
+                guard !sawContent else { throw failure("a header is allowed only on the first line") }
+                header = h
+                sawContent = true
+            case .event(let t, let event):
+                guard t >= lastT else {
+                    throw failure("'t' went backwards: \(t) after \(lastT) on line \(lastTLine)")
+                }
+                sawContent = true
+                lastT = t
+                lastTLine = lineNumber
+                return TraceRecord(t: t, event: event, line: lineNumber)
+            }
+        }
+    }
+
+    /// The byte range of the next line in `buffer`, without its newline, reading more as
+    /// needed. `terminated` is false for a last line that has no newline.
+    private mutating func nextLine() throws(TraceError) -> (Int, Int, Bool)? {
+        while true {
+            if scanned < end {
+                let newline = buffer.withUnsafeBytes { raw in
+                    memchr(raw.baseAddress! + scanned, 0x0A, end - scanned)
+                        .map { raw.baseAddress!.distance(to: UnsafeRawPointer($0)) }
+                }
+                if let newline {
+                    let line = (start, newline, true)
+                    start = newline + 1
+                    scanned = start
+                    return line
+                }
+                scanned = end
+            }
+            if atEOF {
+                guard start < end else { return nil }
+                let line = (start, end, false)
+                start = end
+                return line
+            }
+            try fill()
+        }
+    }
+
+    /// Moves the partial line to the front of the buffer (growing it for a long line) and
+    /// reads the next chunk.
+    private mutating func fill() throws(TraceError) {
+        if start > 0 {
+            let count = end - start
+            let from = start
+            buffer.withUnsafeMutableBytes { raw in
+                if count > 0 { memmove(raw.baseAddress!, raw.baseAddress! + from, count) }
+            }
+            scanned -= start
+            end -= start
+            start = 0
+        }
+        if end == buffer.count {
+            buffer.append(contentsOf: repeatElement(0, count: buffer.count))
+        }
+        let fd = self.fd
+        let from = end
+        while true {
+            let n = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress! + from, raw.count - from) }
+            if n > 0 {
+                end += n
+                return
+            }
+            if n == 0 {
+                atEOF = true
+                return
+            }
+            if errno == EINTR { continue }
+            throw TraceError(file: name, line: nil, reason: "read failed: \(String(cString: strerror(errno)))")
+        }
+    }
+}

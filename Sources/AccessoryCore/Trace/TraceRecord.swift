@@ -1,0 +1,23 @@
+/// One event of a hotplug trace, with its time and where it came from.
+public struct TraceRecord: Hashable, Sendable {
+    /// Seconds since the start of the trace.
+    public var t: Double
+    public var event: HotplugEvent
+    /// The 1-based line of the source (a trace or an imported log); 0 when there is none.
+    public var line: Int
+
+    public init(t: Double, event: HotplugEvent, line: Int = 0) {
+        self.t = t
+        self.event = event
+        self.line = line
+    }
+}
+
+extension TraceRecord {
+    /// The record as one trace line, as ``TraceWriter`` writes it, without the newline.
+    public var jsonLine: String {
+        var bytes: [UInt8] = []
+        TraceEncoding.appendEvent(t: t, event, to: &bytes)
+        return String(decoding: bytes.dropLast(), as: UTF8.self)
+    }
+}

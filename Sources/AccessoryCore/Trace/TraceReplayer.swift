@@ -1,0 +1,72 @@
+/// Replays a trace through a ``ConnectionRegistry``, as TRACE-FORMAT.md's replay semantics
+/// say: records are applied in file order, every snapshot is reconciled, and once the trace
+/// ends the registry is reconciled against the last snapshot if events came after it.
+///
+/// It streams: only the registry and the last snapshot are kept, so memory does not grow
+/// with the length of the trace.
+///
+/// ```swift
+/// var replayer = TraceReplayer()
+/// var output = ReplayOutput()
+/// try replayer.replay(&reader) { output.append($0) }
+/// output.appendFinal(replayer.registry.accessories)
+/// ```
+public struct TraceReplayer: Sendable {
+    public private(set) var registry: ConnectionRegistry
+    /// The devices of the last snapshot applied, if there was one.
+    public private(set) var lastSnapshot: [AccessoryDescriptor]?
+    /// How many records have been applied.
+    public private(set) var recordCount = 0
+    /// Whether events came after the last snapshot (so ``finish()`` has work to do).
+    private var changedSinceSnapshot = false
+
+    public init(registry: ConnectionRegistry = ConnectionRegistry()) {
+        self.registry = registry
+    }
+
+    /// Applies one record and returns the notifications it caused, in delivery order.
+    public mutating func apply(_ record: TraceRecord) -> [AccessoryEvent] {
+        apply(record.event)
+    }
+
+    /// Applies one event and returns the notifications it caused, in delivery order.
+    public mutating func apply(_ event: HotplugEvent) -> [AccessoryEvent] {
+        recordCount += 1
+        if case .snapshot(let devices) = event {
+            lastSnapshot = devices
+            changedSinceSnapshot = false
+        } else if lastSnapshot != nil {
+            changedSinceSnapshot = true
+        }
+        return registry.apply(event).events
+    }
+
+    /// Ends the trace: if events came after the last snapshot, reconciles the registry
+    /// against it, so the registry equals the last snapshot. Returns what that reconcile did.
+    public mutating func finish() -> [AccessoryEvent] {
+        guard changedSinceSnapshot, let truth = lastSnapshot else { return [] }
+        changedSinceSnapshot = false
+        return Reconciler().reconcile(&registry, against: truth).events
+    }
+
+    /// Applies every remaining record of `reader`, then ``finish()``es, handing each
+    /// notification to `notify` in delivery order.
+    /// - Throws: the reader's ``TraceError``, or what `notify` throws.
+    public mutating func replay(_ reader: inout TraceReader, notify: (AccessoryEvent) throws -> Void) throws {
+        while let record = try reader.next() {
+            for event in apply(record) { try notify(event) }
+        }
+        for event in finish() { try notify(event) }
+    }
+
+    /// Applies every record of `records`, then ``finish()``es, handing each notification to
+    /// `notify` in delivery order.
+    public mutating func replay(
+        _ records: some Sequence<TraceRecord>, notify: (AccessoryEvent) throws -> Void
+    ) rethrows {
+        for record in records {
+            for event in apply(record) { try notify(event) }
+        }
+        for event in finish() { try notify(event) }
+    }
+}
