@@ -206,3 +206,17 @@ struct ReconcilerTests {
         #expect(again.kept == 20)
     }
 }
+
+@Suite("Registry with imported logs")
+struct ImportedLogRegistryTests {
+    @Test("A remove then an add on one port, with no addresses (a re-plug in a cut log), admits the device")
+    func replugWithoutAddresses() {
+        var r = ConnectionRegistry()
+        let events = run(&r, [
+            .removed(DeviceRemoval(bus: 3, address: nil, port: "3-12.4.3")),
+            .added(AccessoryDescriptor(bus: 3, address: nil, port: "3-12.4.3")),
+        ])
+        #expect(events.count == 1)
+        #expect(r.count == 1)
+    }
+}

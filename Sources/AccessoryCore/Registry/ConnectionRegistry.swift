@@ -97,8 +97,9 @@ public struct ConnectionRegistry: Sendable {
         if let id = byPort[d.portKey], entries[id] != nil {
             events.append(evict(id, reason: .ghostEvicted(.portReplaced(by: d)))!)
         }
-        if let i = tombstones.firstIndex(where: { $0.names(d) }) {
-            // Its removal came first (reordered events): the instance is already gone.
+        if d.address != nil, let i = tombstones.firstIndex(where: { $0.address != nil && $0.names(d) }) {
+            // Its removal came first (reordered events): the instance is already gone. Only an
+            // exact bus and address says so; a port alone is reused by every re-plug.
             tombstones.remove(at: i)
             return events
         }

@@ -1,0 +1,130 @@
+import AccessoryCore
+import Foundation
+import Testing
+
+@Suite("accessoryctl replay and import")
+struct ReplayCLITests {
+    static let fixture = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/eight-hours-asleep.jsonl").path
+    static let checkReplay = CLI.shared.appendingPathComponent("tools/check-replay.py").path
+
+    /// Runs check-replay.py on a trace and its replay output; returns its one-line verdict.
+    static func check(trace: String, output: String) throws -> CLI.Result {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("replay.jsonl")
+        try output.write(to: out, atomically: true, encoding: .utf8)
+        return try CLI.run("/usr/bin/python3", [checkReplay, trace, out.path])
+    }
+
+    @Test("The eight-hours trace replays to the live device, ghosts evicted, and passes check-replay.py")
+    func eightHours() throws {
+        let r = try CLI.ctl("replay", Self.fixture, "--json")
+        #expect(r.status == 0)
+        let verdict = try Self.check(trace: Self.fixture, output: r.stdout)
+        #expect(verdict.status == 0, "\(verdict.stdout)")
+        #expect(verdict.stdout.hasPrefix("ok ids=5 ghost-evicted=3"))
+        #expect(r.stdoutLines.last == #"{"final":[{"connectionID":5,"bus":1,"address":12,"port":"1-1","vendor":"1209","product":"0001","serial":"SN1"}]}"#)
+    }
+
+    @Test("Generated traces with faults pass check-replay.py", arguments: [1, 2, 3] as [UInt64])
+    func generated(seed: UInt64) throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let trace = dir.appendingPathComponent("gen.jsonl")
+        var sink = ByteBufferSink()
+        var writer = TraceWriter(sink: sink, flushesEachRecord: false)
+        try writer.writeHeader()
+        for record in TraceGenerator(.init(seed: seed, events: 3000, devices: 12, snapshotInterval: 50)) {
+            try writer.write(record)
+        }
+        sink = writer.sink
+        try Data(sink.bytes).write(to: trace)
+        // (wrap renumbers the snapshots too, so check-replay.py would compare with the wrong truth)
+        for faults in [nil, "drop=0.2,dup=0.1,reorder=0.2,delay=0.1", "drop=0.05,dup=0.3"] {
+            var args = ["replay", trace.path, "--json"]
+            if let faults { args += ["--faults", faults, "--seed", String(seed)] }
+            let r = try CLI.run(CLI.accessoryctl, args)
+            #expect(r.status == 0, "\(r.stderr)")
+            let verdict = try Self.check(trace: trace.path, output: r.stdout)
+            #expect(verdict.status == 0, "faults \(faults ?? "none"): \(verdict.stdout)")
+        }
+    }
+
+    @Test("A malformed line is an error with file, line and reason, and exit status 1")
+    func malformed() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bad = dir.appendingPathComponent("bad.jsonl")
+        try "{\"t\":0,\"event\":\"add\",\"bus\":1,\"address\":5,\"port\":\"1-1\"}\n{\"t\":1,\"event\":\"remove\"}\n"
+            .write(to: bad, atomically: true, encoding: .utf8)
+        let r = try CLI.ctl("replay", bad.path, "--json")
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("\(bad.path):2:"))
+        #expect(r.stderr.contains("missing required field"))
+    }
+
+    @Test("A truncated last line is a warning; the rest is used and the exit status is 0")
+    func truncated() throws {
+        let text = try String(contentsOfFile: Self.fixture, encoding: .utf8)
+        let cut = String(text.dropLast(40))
+        let r = try CLI.ctl("replay", "-", "--json", stdin: cut)
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("warning: <stdin>:13:"))
+        // 7 notifications before the cut line; then, as the contract asks, the registry is
+        // reconciled against the last snapshot that survived (the empty one), evicting ID 4.
+        #expect(r.stdoutLines.count == 9)
+        #expect(r.stdoutLines.last == #"{"final":[]}"#)
+    }
+
+    @Test("A missing file is a clear error")
+    func missingFile() throws {
+        let r = try CLI.ctl("replay", "/nonexistent/trace.jsonl")
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("/nonexistent/trace.jsonl"))
+    }
+
+    @Test("Bad --faults is a usage error")
+    func badFaults() throws {
+        let r = try CLI.ctl("replay", Self.fixture, "--faults", "drop=2")
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("drop"))
+    }
+
+    @Test("Every udevadm log in the corpus imports; other logs are refused clearly")
+    func corpusImports() throws {
+        let dir = CLI.shared.appendingPathComponent("corpus/hotplug-logs")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(files.count >= 7)
+        var imported = 0
+        for file in files {
+            let path = dir.appendingPathComponent(file).path
+            let r = try CLI.ctl("import", "udevadm", path)
+            if file.contains("udevadm-monitor") {
+                #expect(r.status == 0, "\(file): \(r.stderr)")
+                let trace = try TraceReader.readAll(string: r.stdout, name: file)
+                #expect(!trace.records.isEmpty, "\(file)")
+                let replay = try CLI.ctl("replay", "-", "--json", stdin: r.stdout)
+                #expect(replay.status == 0)
+                imported += 1
+            } else {
+                #expect(r.status == 1, "\(file) is not a udevadm log")
+                #expect(r.stderr.contains("not a udevadm monitor log"), "\(file): \(r.stderr)")
+            }
+        }
+        #expect(imported == 3)
+    }
+
+    @Test("import -o writes a trace that replays: the CH340 remove and re-add")
+    func importToFile() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("ch340.jsonl").path
+        let log = CLI.shared.appendingPathComponent("corpus/hotplug-logs/yunfei00-udevadm-monitor-ch340-remove-add.log").path
+        let r = try CLI.ctl("import", "udevadm", log, "-o", out)
+        #expect(r.status == 0)
+        let replay = try CLI.ctl("replay", out, "--json")
+        #expect(replay.stdoutLines.count == 2)
+        #expect(replay.stdoutLines.first?.contains(#""notification":"connected","connectionID":1,"bus":1,"#) == true)
+        #expect(replay.stdoutLines.first?.contains(#""port":"1-7.2""#) == true)
+    }
+}
