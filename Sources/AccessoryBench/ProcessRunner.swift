@@ -1,0 +1,53 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a whole process and measures it: wall time, CPU time and peak resident memory.
+struct ProcessRunner {
+    struct Measurement {
+        var wall: Double
+        var cpu: Double
+        var maxRSSKiB: Int
+        var status: Int32
+    }
+
+    /// Runs `argv` with stdout sent to `stdoutPath` (default /dev/null).
+    static func measure(_ argv: [String], stdoutPath: String = "/dev/null", environment: [String: String]? = nil) -> Measurement {
+        var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var cargs = argv.map { strdup($0) } + [nil]
+        defer { cargs.forEach { free($0) } }
+        let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { env.forEach { free($0) } }
+        var pid: pid_t = 0
+        let start = monotonicSeconds()
+        let rc = posix_spawnp(&pid, argv[0], &actions, nil, &cargs, env)
+        guard rc == 0 else {
+            fatalError("cannot start \(argv[0]): \(String(cString: strerror(rc)))")
+        }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let wall = monotonicSeconds() - start
+        let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime)
+        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Measurement(wall: wall, cpu: cpu, maxRSSKiB: usage.ru_maxrss, status: exit)
+    }
+
+    /// The median of `runs` measurements (by wall time).
+    static func median(runs: Int, _ argv: [String], stdoutPath: String = "/dev/null") -> Measurement {
+        let all = (0..<runs).map { _ in measure(argv, stdoutPath: stdoutPath) }.sorted { $0.wall < $1.wall }
+        return all[all.count / 2]
+    }
+
+    static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    private static func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+}
