@@ -1,2 +1,568 @@
-#include <umockdev.h>
-int main(void) { return 0; }
+/*
+ * accessory-sim: run a command with virtual USB accessories (umockdev).
+ *
+ *   accessory-sim [--accessory SPEC]... [--first-address N] -- COMMAND [ARGS...]
+ *   accessory-sim ctl CMD [ARGS...]
+ *
+ * SPEC is VID:PID[:SERIAL[:PROTOCOL]] (hex VID and PID), for example
+ * 1209:0001:SN1:org.example.loopback. Each accessory is a high-speed
+ * loopback device on bus 1 (behind a root hub usb1 at address 1): one
+ * vendor-specific interface (ff/00/00) whose iInterface string is PROTOCOL
+ * (default org.example.loopback), bulk OUT 0x01 echoed on bulk IN 0x81,
+ * 512-byte packets, manufacturer "Example", product "Loopback Accessory",
+ * serial SERIAL. Accessories get ports 1-1, 1-2, ... and addresses like the
+ * kernel hands them out: the next free one from --first-address (default
+ * 2), wrapping after 127.
+ *
+ * COMMAND runs under the testbed (LD_PRELOAD with libumockdev-preload,
+ * UMOCKDEV_DIR) with ACCESSORY_SIM_SOCKET naming the control socket and
+ * TMPDIR a private directory. The testbed and the socket live in another
+ * private directory, on a tmpfs when one is available ($TMPDIR if it is a
+ * tmpfs, else $XDG_RUNTIME_DIR or /dev/shm) because a disk file system makes
+ * every plug and unplug take tens of milliseconds. Both directories are
+ * removed when COMMAND exits. SIGINT,
+ * SIGTERM, SIGHUP and SIGQUIT sent to the simulator are forwarded to
+ * COMMAND (signals from the terminal already reach it). The simulator exits
+ * with COMMAND's exit status (128+N if killed by signal N), 127 if it could
+ * not be started, 2 on a usage error.
+ *
+ * "accessory-sim ctl" sends one command to $ACCESSORY_SIM_SOCKET (see
+ * control.c for the commands), prints the reply and exits 0 on "ok" (and
+ * for "list"), 1 on "error", 2 if the simulator cannot be reached.
+ *
+ * ACCESSORY_SIM_DEBUG=1 logs what the simulator does to stderr.
+ */
+#define _GNU_SOURCE
+#include "sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <glib-unix.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/magic.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REEXEC_MARKER "ACCESSORY_SIM_PRELOADED"
+#define PRELOAD_LIB "libumockdev-preload.so.0"
+
+extern char **environ;
+
+Sim sim;
+
+static GMainLoop *loop;
+static pid_t child_pid = -1;
+static int child_status;
+static int signal_pipe[2] = {-1, -1};
+static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+void sim_log(const char *fmt, ...)
+{
+    if (!sim.debug)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "accessory-sim: %s\n", msg);
+    g_free(msg);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: accessory-sim [--accessory VID:PID[:SERIAL[:PROTOCOL]]]... [--first-address N] -- COMMAND [ARGS...]\n"
+            "       accessory-sim ctl CMD [ARGS...]\n"
+            "\n"
+            "ctl commands:\n"
+            "  plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]   ok BUS ADDRESS PORT\n"
+            "  unplug BUS:ADDRESS [--silent]                            ok\n"
+            "  replug BUS:ADDRESS [--silent]                            ok BUS ADDRESS PORT\n"
+            "  storm BUS:ADDRESS N                                      ok BUS ADDRESS PORT\n"
+            "  fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none  ok\n"
+            "  list                                                     BUS ADDRESS PORT VID:PID SERIAL per line\n"
+            "  ioctl-log BUS:ADDRESS                                    ok open=N claimed=LIST released=N ...\n"
+            "  kernel-driver BUS:ADDRESS IFACE NAME|-                   ok\n"
+            "  help\n");
+}
+
+/* ---- ctl client ------------------------------------------------------------- */
+
+static int ctl_main(int argc, char **argv)
+{
+    const char *path = getenv("ACCESSORY_SIM_SOCKET");
+    struct sockaddr_un sa;
+    GString *line, *reply;
+    int fd;
+
+    if (argc < 1) {
+        usage(stderr);
+        return 2;
+    }
+    if (!path || !*path) {
+        fprintf(stderr, "accessory-sim ctl: ACCESSORY_SIM_SOCKET is not set (run under accessory-sim)\n");
+        return 2;
+    }
+    line = g_string_new(NULL);
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] == '\0' || strpbrk(argv[i], " \t\r\n")) {
+            printf("error usage: arguments must be non-empty and contain no blanks\n");
+            g_string_free(line, TRUE);
+            return 1;
+        }
+        g_string_append_printf(line, "%s%s", i ? " " : "", argv[i]);
+    }
+    g_string_append_c(line, '\n');
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        fprintf(stderr, "accessory-sim ctl: socket path too long: %s\n", path);
+        return 2;
+    }
+    strcpy(sa.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        fprintf(stderr, "accessory-sim ctl: cannot connect to %s: %s\n", path, g_strerror(errno));
+        return 2;
+    }
+    for (gsize off = 0; off < line->len;) {
+        ssize_t n = send(fd, line->str + off, line->len - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fprintf(stderr, "accessory-sim ctl: send: %s\n", g_strerror(errno));
+            return 2;
+        }
+        off += (gsize)n;
+    }
+    shutdown(fd, SHUT_WR);
+    reply = g_string_new(NULL);
+    for (;;) {
+        char buf[4096];
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        g_string_append_len(reply, buf, n);
+    }
+    close(fd);
+    fwrite(reply->str, 1, reply->len, stdout);
+    fflush(stdout);
+
+    int rc;
+    if (g_str_has_prefix(reply->str, "error"))
+        rc = 1;
+    else if (g_str_has_prefix(reply->str, "ok") || strcmp(argv[0], "list") == 0)
+        rc = 0;
+    else {
+        fprintf(stderr, "accessory-sim ctl: no reply from the simulator\n");
+        rc = 2;
+    }
+    g_string_free(reply, TRUE);
+    g_string_free(line, TRUE);
+    return rc;
+}
+
+/* ---- signals and the child --------------------------------------------------- */
+
+static void on_signal_raw(int signo, siginfo_t *info, void *ctx)
+{
+    (void)ctx;
+    int saved = errno;
+    int msg[2] = {signo, info ? info->si_code : SI_USER};
+    if (write(signal_pipe[1], msg, sizeof(msg)) < 0) {
+        /* nothing to do: the pipe is full */
+    }
+    errno = saved;
+}
+
+static gboolean on_signal(int fd, GIOCondition cond, gpointer user)
+{
+    int msg[2];
+    (void)cond;
+    (void)user;
+    while (read(fd, msg, sizeof(msg)) == (ssize_t)sizeof(msg)) {
+        /* Signals from the terminal (si_code SI_KERNEL) already went to the
+         * whole foreground process group, COMMAND included. */
+        if (child_pid > 0 && msg[1] != SI_KERNEL) {
+            sim_log("forwarding signal %d to %d", msg[0], (int)child_pid);
+            kill(child_pid, msg[0]);
+        }
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        perror("accessory-sim: pipe");
+        return;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_signal_raw;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (guint i = 0; i < G_N_ELEMENTS(forwarded_signals); i++)
+        sigaction(forwarded_signals[i], &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    g_unix_fd_add(signal_pipe[0], G_IO_IN, on_signal, NULL);
+}
+
+static void on_child_exit(GPid pid, gint status, gpointer user)
+{
+    (void)pid;
+    (void)user;
+    child_status = status;
+    child_pid = -1;
+    g_main_loop_quit(loop);
+}
+
+static int spawn_command(char **cmd)
+{
+    posix_spawnattr_t attr;
+    sigset_t defaults, empty;
+    pid_t pid;
+    int err;
+
+    sigemptyset(&defaults);
+    for (guint i = 0; i < G_N_ELEMENTS(forwarded_signals); i++)
+        sigaddset(&defaults, forwarded_signals[i]);
+    sigaddset(&defaults, SIGPIPE);
+    sigemptyset(&empty);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &empty);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    err = posix_spawnp(&pid, cmd[0], NULL, &attr, cmd, environ);
+    if (err == ENOEXEC) {
+        /* a script without #! line: run it with /bin/sh, like execvp() */
+        GPtrArray *sh = g_ptr_array_new();
+        g_ptr_array_add(sh, (gpointer) "/bin/sh");
+        for (char **a = cmd; *a; a++)
+            g_ptr_array_add(sh, *a);
+        g_ptr_array_add(sh, NULL);
+        err = posix_spawn(&pid, "/bin/sh", NULL, &attr, (char **)sh->pdata, environ);
+        g_ptr_array_unref(sh);
+    }
+    posix_spawnattr_destroy(&attr);
+    if (err != 0) {
+        fprintf(stderr, "accessory-sim: cannot run %s: %s\n", cmd[0], g_strerror(err));
+        return -1;
+    }
+    child_pid = pid;
+    g_child_watch_add(pid, on_child_exit, NULL);
+    return 0;
+}
+
+/* ---- set-up and tear-down --------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+static void remove_tree(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static gboolean is_tmpfs_dir(const char *path)
+{
+    struct statfs fs;
+    return path && *path && statfs(path, &fs) == 0 && fs.f_type == TMPFS_MAGIC && access(path, W_OK | X_OK) == 0;
+}
+
+/* The testbed is thousands of small files written and removed on every
+ * plug/unplug; on a disk file system that costs milliseconds per device,
+ * so it goes on a tmpfs when there is one. */
+static const char *testbed_base(const char *tmpdir)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    if (is_tmpfs_dir(tmpdir))
+        return tmpdir;
+    if (is_tmpfs_dir(xdg))
+        return xdg;
+    if (is_tmpfs_dir("/dev/shm"))
+        return "/dev/shm";
+    return tmpdir;
+}
+
+/* ---- private directories ---------------------------------------------- */
+
+#define OWNER_FILE ".accessory-sim-owner"
+
+/* The kernel's start time of a process (field 22 of /proc/PID/stat), which
+ * tells a live owner from a recycled PID; 0 if there is no such process. */
+static unsigned long long process_start_time(long pid)
+{
+    char path[64], *text = NULL, *p;
+    unsigned long long start = 0;
+    g_snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return 0;
+    p = strrchr(text, ')'); /* the command name may contain anything */
+    if (p) {
+        gchar **fields = g_strsplit(p + 2, " ", 0);
+        if (g_strv_length(fields) > 19)
+            start = g_ascii_strtoull(fields[19], NULL, 10);
+        g_strfreev(fields);
+    }
+    g_free(text);
+    return start;
+}
+
+static void write_owner(const char *dir)
+{
+    char *path = g_build_filename(dir, OWNER_FILE, NULL);
+    char *text = g_strdup_printf("%ld %llu\n", (long)getpid(), process_start_time((long)getpid()));
+    if (!g_file_set_contents(path, text, -1, NULL))
+        fprintf(stderr, "accessory-sim: cannot write %s\n", path);
+    g_free(text);
+    g_free(path);
+}
+
+/* Removes directories left behind by simulators that were killed (SIGKILL
+ * skips the clean-up): PREFIX.* in BASE whose owner process is gone. */
+static void sweep_stale(const char *base, const char *prefix)
+{
+    GDir *d = g_dir_open(base, 0, NULL);
+    const char *name;
+    char *want = g_strdup_printf("%s.", prefix);
+    if (!d) {
+        g_free(want);
+        return;
+    }
+    while ((name = g_dir_read_name(d)) != NULL) {
+        if (!g_str_has_prefix(name, want) || strlen(name) != strlen(want) + 6)
+            continue;
+        char *dir = g_build_filename(base, name, NULL);
+        char *owner = g_build_filename(dir, OWNER_FILE, NULL);
+        char *text = NULL;
+        long pid = 0;
+        unsigned long long start = 0;
+        if (g_file_get_contents(owner, &text, NULL, NULL) && sscanf(text, "%ld %llu", &pid, &start) == 2 &&
+            pid > 0 && process_start_time(pid) != start)
+            remove_tree(dir);
+        g_free(text);
+        g_free(owner);
+        g_free(dir);
+    }
+    g_dir_close(d);
+    g_free(want);
+}
+
+static char *make_private_dir(const char *base, const char *prefix)
+{
+    char *tmpl;
+    struct sockaddr_un sa;
+
+    tmpl = g_strdup_printf("%s/%s.XXXXXX", base, prefix);
+    /* the control socket must fit in sun_path */
+    if (strlen(tmpl) + strlen("/ctl.sock") >= sizeof(sa.sun_path)) {
+        g_free(tmpl);
+        tmpl = g_strdup_printf("/tmp/%s.XXXXXX", prefix);
+    }
+    char *parent = g_path_get_dirname(tmpl);
+    sweep_stale(parent, prefix);
+    g_free(parent);
+    if (!mkdtemp(tmpl)) {
+        fprintf(stderr, "accessory-sim: cannot create a directory in %s: %s\n", base, g_strerror(errno));
+        g_free(tmpl);
+        return NULL;
+    }
+    write_owner(tmpl);
+    return tmpl;
+}
+
+static void reexec_with_preload(char **argv)
+{
+    const char *old = getenv("LD_PRELOAD");
+    char *preload;
+
+    if (old && strstr(old, "libumockdev-preload.so"))
+        preload = g_strdup(old);
+    else if (old && *old)
+        preload = g_strdup_printf("%s:%s", old, PRELOAD_LIB);
+    else
+        preload = g_strdup(PRELOAD_LIB);
+    setenv("LD_PRELOAD", preload, 1);
+    setenv(REEXEC_MARKER, "1", 1);
+    g_free(preload);
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "accessory-sim: cannot re-execute under %s: %s\n", PRELOAD_LIB, g_strerror(errno));
+    exit(127);
+}
+
+static gboolean parse_int(const char *s, int min, int max, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || v < min || v > max)
+        return FALSE;
+    *out = (int)v;
+    return TRUE;
+}
+
+static int run_main(int argc, char **argv)
+{
+    GPtrArray *specs = g_ptr_array_new();
+    int first_address = 2;
+    int i, rc;
+    char *privdir, *childtmp, *sock, *err = NULL;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *value = NULL;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--accessory") == 0 || strcmp(a, "--first-address") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "accessory-sim: %s needs a value\n", a);
+                return 2;
+            }
+            value = argv[++i];
+        } else if (g_str_has_prefix(a, "--accessory=") || g_str_has_prefix(a, "--first-address=")) {
+            value = strchr(a, '=') + 1;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "accessory-sim: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        } else {
+            break; /* COMMAND without "--" */
+        }
+        if (g_str_has_prefix(a, "--accessory")) {
+            Spec check;
+            if (!spec_parse(value, &check, &err)) {
+                fprintf(stderr, "accessory-sim: %s\n", err);
+                return 2;
+            }
+            spec_clear(&check);
+            g_ptr_array_add(specs, (gpointer)value);
+        } else if (!parse_int(value, 1, 127, &first_address)) {
+            fprintf(stderr, "accessory-sim: --first-address must be 1-127\n");
+            return 2;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "accessory-sim: no command given\n");
+        usage(stderr);
+        return 2;
+    }
+    char **cmd = argv + i;
+
+    /* umockdev only sends uevents from a process that runs under its
+     * preload library; and umockdev_in_mock_environment() caches its first
+     * answer, so nothing may ask before the testbed exists. */
+    if (!getenv(REEXEC_MARKER))
+        reexec_with_preload(argv);
+    unsetenv(REEXEC_MARKER);
+    sim.debug = getenv("ACCESSORY_SIM_DEBUG") && *getenv("ACCESSORY_SIM_DEBUG") &&
+                strcmp(getenv("ACCESSORY_SIM_DEBUG"), "0") != 0;
+
+    /* Two private directories, both removed at exit: one (on a tmpfs if
+     * possible) for the testbed and the control socket, one as COMMAND's
+     * TMPDIR. Set TMPDIR before any GLib call: g_get_tmp_dir() caches it,
+     * and umockdev creates the testbed there. */
+    const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    privdir = make_private_dir(testbed_base(tmpdir), "accessory-sim");
+    if (!privdir)
+        return 2;
+    childtmp = make_private_dir(tmpdir, "accessory-sim-tmp");
+    if (!childtmp) {
+        remove_tree(privdir);
+        return 2;
+    }
+    setenv("TMPDIR", privdir, 1);
+    sock = g_build_filename(privdir, "ctl.sock", NULL);
+
+    g_rec_mutex_init(&sim.lock);
+    sim.testbed = umockdev_testbed_new();
+    sim.root = umockdev_testbed_get_root_dir(sim.testbed);
+    setenv("TMPDIR", childtmp, 1);
+    sim_log("testbed %s", sim.root);
+    loop = g_main_loop_new(NULL, FALSE);
+    devices_init(first_address);
+
+    rc = 0;
+    for (guint k = 0; k < specs->len; k++) {
+        Spec spec;
+        spec_parse(g_ptr_array_index(specs, k), &spec, &err);
+        Instance *inst = device_plug(&spec, NULL, FALSE, &err);
+        spec_clear(&spec);
+        if (!inst) {
+            fprintf(stderr, "accessory-sim: %s\n", err);
+            g_free(err);
+            rc = 2;
+            break;
+        }
+    }
+    if (rc == 0 && !control_start(sock, &err)) {
+        fprintf(stderr, "accessory-sim: %s\n", err);
+        g_free(err);
+        rc = 2;
+    }
+    if (rc == 0) {
+        setenv("ACCESSORY_SIM_SOCKET", sock, 1);
+        /* Tell COMMAND where this binary is, so tests can run `$ACCESSORY_SIM ctl ...`. */
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) {
+            self[n] = '\0';
+            setenv("ACCESSORY_SIM", self, 1);
+        }
+        install_signals();
+        if (spawn_command(cmd) < 0) {
+            rc = 127;
+        } else {
+            g_main_loop_run(loop);
+            if (WIFEXITED(child_status))
+                rc = WEXITSTATUS(child_status);
+            else if (WIFSIGNALED(child_status))
+                rc = 128 + WTERMSIG(child_status);
+            else
+                rc = 1;
+        }
+    }
+
+    control_stop();
+    devices_shutdown();
+    g_clear_object(&sim.testbed);
+    remove_tree(privdir);
+    remove_tree(childtmp);
+    g_free(childtmp);
+    g_free(sim.root);
+    g_free(sock);
+    g_free(privdir);
+    g_ptr_array_unref(specs);
+    g_main_loop_unref(loop);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "ctl") == 0)
+        return ctl_main(argc - 2, argv + 2);
+    return run_main(argc, argv);
+}

@@ -1,0 +1,500 @@
+/*
+ * accessory-sim: the control socket ($ACCESSORY_SIM_SOCKET).
+ *
+ * Protocol: the client sends one line, the command and its arguments
+ * separated by blanks, and may then shut down its writing side. The
+ * simulator answers with one or more lines and closes the connection.
+ * Replies start with "ok" or "error", except for "list", which prints one
+ * line per accessory and nothing else.
+ *
+ *   plug SPEC [--port P] [--silent]   -> ok BUS ADDRESS PORT
+ *   unplug BUS:ADDRESS [--silent]     -> ok
+ *   replug BUS:ADDRESS [--silent]     -> ok BUS ADDRESS PORT
+ *   storm BUS:ADDRESS N               -> ok BUS ADDRESS PORT
+ *   fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none -> ok
+ *   list                              -> BUS ADDRESS PORT VID:PID SERIAL...
+ *   ioctl-log BUS:ADDRESS             -> ok open=N opens=N claimed=LIST ...
+ *   kernel-driver BUS:ADDRESS IFACE NAME|-  -> ok
+ *   help                              -> ok, then this list
+ *
+ * Extras beyond the documented contract: "plug --silent" (attach with no
+ * uevent), "fault ... none" (clear a scripted fault), "ioctl-log",
+ * "kernel-driver" and "help".
+ */
+#define _GNU_SOURCE
+#include "sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int listen_fd = -1;
+static guint listen_src;
+static char *listen_path;
+
+static const char usage_text[] =
+    "plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]\n"
+    "unplug BUS:ADDRESS [--silent]\n"
+    "replug BUS:ADDRESS [--silent]\n"
+    "storm BUS:ADDRESS N\n"
+    "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none\n"
+    "list\n"
+    "ioctl-log BUS:ADDRESS\n"
+    "kernel-driver BUS:ADDRESS IFACE NAME|-\n"
+    "help\n";
+
+typedef struct {
+    int fd;
+    GString *in;
+} Conn;
+
+/* ---- commands ---------------------------------------------------------------- */
+
+static gboolean parse_busaddr(const char *text, int *bus, int *addr)
+{
+    char *end;
+    long b = strtol(text, &end, 10);
+    if (end == text || *end != ':')
+        return FALSE;
+    const char *a_text = end + 1;
+    long a = strtol(a_text, &end, 10);
+    if (end == a_text || *end != '\0' || b < 0 || b > 999 || a < 0 || a > 999)
+        return FALSE;
+    *bus = (int)b;
+    *addr = (int)a;
+    return TRUE;
+}
+
+/* Finds the accessory named by argv[1], or writes the error reply. */
+static Instance *target(gchar **argv, GString *out, const char *usage)
+{
+    int bus, addr;
+    if (!argv[1] || !parse_busaddr(argv[1], &bus, &addr)) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return NULL;
+    }
+    Instance *inst = device_find(bus, addr);
+    if (!inst)
+        g_string_append_printf(out, "error no device at %d:%d\n", bus, addr);
+    return inst;
+}
+
+static void reply_instance(GString *out, Instance *inst)
+{
+    g_string_append_printf(out, "ok %d %d %s\n", inst->bus, inst->addr, inst->port);
+}
+
+static void cmd_plug(gchar **argv, GString *out)
+{
+    static const char usage[] = "plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]";
+    const char *spec_text = NULL, *port = NULL;
+    gboolean silent = FALSE;
+    Spec spec;
+    char *err = NULL;
+
+    for (int i = 1; argv[i]; i++) {
+        if (strcmp(argv[i], "--port") == 0 && argv[i + 1])
+            port = argv[++i];
+        else if (g_str_has_prefix(argv[i], "--port="))
+            port = argv[i] + strlen("--port=");
+        else if (strcmp(argv[i], "--silent") == 0)
+            silent = TRUE;
+        else if (argv[i][0] != '-' && !spec_text)
+            spec_text = argv[i];
+        else {
+            g_string_append_printf(out, "error usage: %s\n", usage);
+            return;
+        }
+    }
+    if (!spec_text) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    if (!spec_parse(spec_text, &spec, &err)) {
+        g_string_append_printf(out, "error %s\n", err);
+        g_free(err);
+        return;
+    }
+    Instance *inst = device_plug(&spec, port, silent, &err);
+    spec_clear(&spec);
+    if (!inst) {
+        g_string_append_printf(out, "error %s\n", err);
+        g_free(err);
+        return;
+    }
+    reply_instance(out, inst);
+}
+
+static gboolean parse_silent(gchar **argv, gboolean *silent)
+{
+    *silent = FALSE;
+    if (!argv[1])
+        return TRUE;
+    for (int i = 2; argv[i]; i++) {
+        if (strcmp(argv[i], "--silent") == 0)
+            *silent = TRUE;
+        else
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static void cmd_unplug(gchar **argv, GString *out)
+{
+    static const char usage[] = "unplug BUS:ADDRESS [--silent]";
+    gboolean silent;
+    if (!parse_silent(argv, &silent)) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    Instance *inst = target(argv, out, usage);
+    if (!inst)
+        return;
+    device_unplug(inst, silent);
+    g_string_append(out, "ok\n");
+}
+
+static void cmd_replug(gchar **argv, GString *out)
+{
+    static const char usage[] = "replug BUS:ADDRESS [--silent]";
+    gboolean silent;
+    char *err = NULL;
+    if (!parse_silent(argv, &silent)) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    Instance *inst = target(argv, out, usage);
+    if (!inst)
+        return;
+    Instance *fresh = device_replug(inst, silent, &err);
+    if (!fresh) {
+        g_string_append_printf(out, "error %s\n", err);
+        g_free(err);
+        return;
+    }
+    reply_instance(out, fresh);
+}
+
+static void cmd_storm(gchar **argv, GString *out)
+{
+    static const char usage[] = "storm BUS:ADDRESS N";
+    char *end = NULL;
+    long n = argv[1] && argv[2] ? strtol(argv[2], &end, 10) : -1;
+    if (!argv[1] || !argv[2] || argv[3] || *end != '\0' || n < 0 || n > 1000000) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    Instance *inst = target(argv, out, usage);
+    if (!inst)
+        return;
+    gint64 start = g_get_monotonic_time();
+    for (long i = 0; i < n; i++) {
+        char *err = NULL;
+        inst = device_replug(inst, FALSE, &err);
+        if (!inst) {
+            g_string_append_printf(out, "error %s\n", err);
+            g_free(err);
+            return;
+        }
+    }
+    sim_log("storm of %ld cycles took %.3f s", n, (double)(g_get_monotonic_time() - start) / 1e6);
+    reply_instance(out, inst);
+}
+
+static void cmd_fault(gchar **argv, GString *out)
+{
+    static const char usage[] = "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none";
+    FaultKind kind = FAULT_NONE;
+    gint64 bytes = -1;
+    if (!argv[1] || !argv[2] || argv[3]) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    if (strcmp(argv[2], "stall") == 0) {
+        kind = FAULT_STALL;
+    } else if (strcmp(argv[2], "timeout") == 0) {
+        kind = FAULT_TIMEOUT;
+    } else if (g_str_has_prefix(argv[2], "unplug-after=")) {
+        const char *num = argv[2] + strlen("unplug-after=");
+        char *end;
+        errno = 0;
+        long long v = strtoll(num, &end, 10);
+        if (end == num || *end != '\0' || v < 0 || errno != 0) {
+            g_string_append_printf(out, "error usage: %s\n", usage);
+            return;
+        }
+        bytes = v;
+    } else if (strcmp(argv[2], "none") != 0) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    Instance *inst = target(argv, out, usage);
+    if (!inst)
+        return;
+    g_rec_mutex_lock(&sim.lock);
+    if (bytes >= 0) {
+        inst->unplug_after = bytes;
+    } else if (kind == FAULT_NONE) {
+        inst->fault = FAULT_NONE;
+        inst->unplug_after = -1;
+    } else {
+        inst->fault = kind;
+    }
+    g_rec_mutex_unlock(&sim.lock);
+    g_string_append(out, "ok\n");
+}
+
+static int compare_ports(gconstpointer a, gconstpointer b)
+{
+    const Instance *x = *(Instance *const *)a, *y = *(Instance *const *)b;
+    if (x->bus != y->bus)
+        return x->bus - y->bus;
+    return strverscmp(x->port, y->port);
+}
+
+static void cmd_list(gchar **argv, GString *out)
+{
+    if (argv[1]) {
+        g_string_append(out, "error usage: list\n");
+        return;
+    }
+    g_rec_mutex_lock(&sim.lock);
+    GPtrArray *sorted = g_ptr_array_new();
+    for (guint i = 0; i < sim.accessories->len; i++) {
+        Instance *inst = g_ptr_array_index(sim.accessories, i);
+        if (!inst->gone) /* a vanished device is listed no more */
+            g_ptr_array_add(sorted, inst);
+    }
+    g_ptr_array_sort(sorted, compare_ports);
+    for (guint i = 0; i < sorted->len; i++) {
+        Instance *inst = g_ptr_array_index(sorted, i);
+        g_string_append_printf(out, "%d %d %s %04x:%04x %s\n", inst->bus, inst->addr, inst->port, inst->spec.vid,
+                               inst->spec.pid, inst->spec.serial ? inst->spec.serial : "-");
+    }
+    g_ptr_array_unref(sorted);
+    g_rec_mutex_unlock(&sim.lock);
+}
+
+static const char *fault_name(const Instance *inst)
+{
+    switch (inst->fault) {
+    case FAULT_STALL:
+        return "stall";
+    case FAULT_TIMEOUT:
+        return "timeout";
+    case FAULT_NONE:
+    default:
+        return inst->unplug_after >= 0 ? "unplug-after" : "none";
+    }
+}
+
+/* ok open=N opens=N claimed=LIST claims=N released=N dropped=N resets=N
+ *    urbs=N bytes-out=N bytes-in=N fifo=N pending-in=N pending-out=N
+ *    halted=LIST fault=KIND driver=NAME
+ * open: file descriptors open now; opens: ever opened; claimed: interfaces
+ * claimed now ("-" for none); claims: successful claims (explicit or
+ * implicit); released: explicit USBDEVFS_RELEASEINTERFACE; dropped: claims
+ * that ended because their client closed the device (or died) without
+ * releasing; urbs: URBs submitted; bytes-out/in: bulk bytes accepted/echoed;
+ * fifo: bytes waiting to be read back; halted: halted endpoints. */
+static void cmd_ioctl_log(gchar **argv, GString *out)
+{
+    static const char usage[] = "ioctl-log BUS:ADDRESS";
+    if (!argv[1] || argv[2]) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    Instance *inst = target(argv, out, usage);
+    if (!inst)
+        return;
+    g_rec_mutex_lock(&sim.lock);
+    GString *claimed = g_string_new(NULL);
+    for (int i = 0; i < SIM_NIFACES; i++)
+        if (inst->claim_owner[i])
+            g_string_append_printf(claimed, "%s%d", claimed->len ? "," : "", i);
+    GString *halted = g_string_new(NULL);
+    if (inst->halted_out)
+        g_string_append(halted, "0x01");
+    if (inst->halted_in)
+        g_string_append_printf(halted, "%s0x81", halted->len ? "," : "");
+    g_string_append_printf(out,
+                           "ok open=%u opens=%u claimed=%s claims=%u released=%u dropped=%u resets=%u urbs=%u "
+                           "bytes-out=%" G_GUINT64_FORMAT " bytes-in=%" G_GUINT64_FORMAT " fifo=%" G_GSIZE_FORMAT
+                           " pending-in=%u pending-out=%u halted=%s fault=%s driver=%s\n",
+                           g_list_length(inst->clients), inst->opens, claimed->len ? claimed->str : "-",
+                           inst->claims, inst->releases, inst->dropped, inst->resets, inst->urbs, inst->bytes_out,
+                           inst->bytes_in, inst->fifo_bytes, inst->in_pending.length, inst->out_pending.length,
+                           halted->len ? halted->str : "-", fault_name(inst),
+                           inst->kdriver[0] ? inst->kdriver[0] : "-");
+    g_string_free(claimed, TRUE);
+    g_string_free(halted, TRUE);
+    g_rec_mutex_unlock(&sim.lock);
+}
+
+static void cmd_kernel_driver(gchar **argv, GString *out)
+{
+    static const char usage[] = "kernel-driver BUS:ADDRESS IFACE NAME|-";
+    char *end = NULL;
+    long ifno = argv[1] && argv[2] ? strtol(argv[2], &end, 10) : -1;
+    if (!argv[1] || !argv[2] || !argv[3] || argv[4] || *end != '\0' || ifno < 0) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    Instance *inst = target(argv, out, usage);
+    if (!inst)
+        return;
+    const char *name = strcmp(argv[3], "-") == 0 ? NULL : argv[3];
+    g_rec_mutex_lock(&sim.lock);
+    if (ifno >= SIM_NIFACES)
+        g_string_append_printf(out, "error no interface %ld\n", ifno);
+    else if (name && inst->claim_owner[ifno])
+        g_string_append_printf(out, "error interface %ld is claimed\n", ifno);
+    else {
+        usbfs_set_kernel_driver(inst, (unsigned int)ifno, name);
+        g_string_append(out, "ok\n");
+    }
+    g_rec_mutex_unlock(&sim.lock);
+}
+
+static void execute(const char *line, GString *out)
+{
+    gchar **parts = g_strsplit_set(line, " \t\r", -1);
+    GPtrArray *args = g_ptr_array_new();
+    for (int i = 0; parts[i]; i++)
+        if (parts[i][0])
+            g_ptr_array_add(args, parts[i]);
+    g_ptr_array_add(args, NULL);
+    gchar **argv = (gchar **)args->pdata;
+    const char *cmd = argv[0] ? argv[0] : "";
+
+    sim_log("ctl: %s", line);
+    if (strcmp(cmd, "plug") == 0)
+        cmd_plug(argv, out);
+    else if (strcmp(cmd, "unplug") == 0)
+        cmd_unplug(argv, out);
+    else if (strcmp(cmd, "replug") == 0)
+        cmd_replug(argv, out);
+    else if (strcmp(cmd, "storm") == 0)
+        cmd_storm(argv, out);
+    else if (strcmp(cmd, "fault") == 0)
+        cmd_fault(argv, out);
+    else if (strcmp(cmd, "list") == 0)
+        cmd_list(argv, out);
+    else if (strcmp(cmd, "ioctl-log") == 0)
+        cmd_ioctl_log(argv, out);
+    else if (strcmp(cmd, "kernel-driver") == 0)
+        cmd_kernel_driver(argv, out);
+    else if (strcmp(cmd, "help") == 0)
+        g_string_append_printf(out, "ok\n%s", usage_text);
+    else
+        g_string_append_printf(out,
+                               "error usage: unknown command '%s' (plug, unplug, replug, storm, fault, list, "
+                               "ioctl-log, kernel-driver, help)\n",
+                               cmd);
+    g_ptr_array_unref(args);
+    g_strfreev(parts);
+}
+
+/* ---- socket ------------------------------------------------------------------ */
+
+static void write_all(int fd, const char *data, gsize len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* the client went away */
+        }
+        data += n;
+        len -= (gsize)n;
+    }
+}
+
+static gboolean on_conn(int fd, GIOCondition cond, gpointer user)
+{
+    Conn *conn = user;
+    char buf[4096];
+    ssize_t n = 0;
+    (void)cond;
+
+    n = read(fd, buf, sizeof(buf));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return G_SOURCE_CONTINUE;
+    if (n > 0) {
+        g_string_append_len(conn->in, buf, n);
+        if (!memchr(conn->in->str, '\n', conn->in->len) && conn->in->len < 65536)
+            return G_SOURCE_CONTINUE;
+    }
+    /* a full line, or end of input */
+    char *nl = memchr(conn->in->str, '\n', conn->in->len);
+    if (nl)
+        g_string_truncate(conn->in, (gsize)(nl - conn->in->str));
+    if (conn->in->len > 0 || n > 0) {
+        GString *out = g_string_new(NULL);
+        int flags = fcntl(fd, F_GETFL);
+        execute(conn->in->str, out);
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        write_all(fd, out->str, out->len);
+        g_string_free(out, TRUE);
+    }
+    close(fd);
+    g_string_free(conn->in, TRUE);
+    g_free(conn);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean on_accept(int fd, GIOCondition cond, gpointer user)
+{
+    (void)cond;
+    (void)user;
+    int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c < 0)
+        return G_SOURCE_CONTINUE;
+    Conn *conn = g_new0(Conn, 1);
+    conn->fd = c;
+    conn->in = g_string_new(NULL);
+    g_unix_fd_add(c, G_IO_IN | G_IO_HUP | G_IO_ERR, on_conn, conn);
+    return G_SOURCE_CONTINUE;
+}
+
+gboolean control_start(const char *path, char **error)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        *error = g_strdup_printf("socket path too long: %s", path);
+        return FALSE;
+    }
+    strcpy(sa.sun_path, path);
+    listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(listen_fd, 64) < 0) {
+        *error = g_strdup_printf("cannot listen on %s: %s", path, g_strerror(errno));
+        if (listen_fd >= 0)
+            close(listen_fd);
+        listen_fd = -1;
+        return FALSE;
+    }
+    listen_path = g_strdup(path);
+    listen_src = g_unix_fd_add(listen_fd, G_IO_IN, on_accept, NULL);
+    return TRUE;
+}
+
+void control_stop(void)
+{
+    if (listen_src)
+        g_source_remove(listen_src);
+    listen_src = 0;
+    if (listen_fd >= 0)
+        close(listen_fd);
+    listen_fd = -1;
+    if (listen_path)
+        unlink(listen_path);
+    g_clear_pointer(&listen_path, g_free);
+}

@@ -1,0 +1,139 @@
+/*
+ * accessory-sim: virtual USB accessories on a umockdev testbed.
+ *
+ * Shared declarations. See main.c for the command-line interface and
+ * control.c for the control protocol.
+ *
+ * Threads: the GLib default main context (main thread) runs the control
+ * socket, child supervision and every testbed change (add/remove/uevent).
+ * umockdev runs the usbdevfs ioctl emulation on its own worker thread
+ * ("umockdev-testbed-worker"). All simulator state is guarded by sim.lock,
+ * a recursive mutex. Never call a umockdev testbed function while holding
+ * sim.lock: the testbed may need the worker thread, which may be waiting
+ * for the lock.
+ */
+#ifndef ACCESSORY_SIM_H
+#define ACCESSORY_SIM_H
+
+#include <glib.h>
+#include <umockdev.h>
+
+#define SIM_BUS 1
+#define SIM_NIFACES 1
+/* Bulk OUT data that has not been read back yet. Past this, bulk OUT URBs
+ * are NAKed (they stay pending) until IN transfers drain the FIFO. */
+#define SIM_FIFO_LIMIT (32u * 1024u * 1024u)
+
+typedef struct {
+    guint16 vid;
+    guint16 pid;
+    char *serial;   /* NULL: no serial number */
+    char *protocol; /* interface string (iInterface) */
+} Spec;
+
+typedef enum { FAULT_NONE = 0, FAULT_STALL, FAULT_TIMEOUT } FaultKind;
+
+/* One bulk OUT transfer's data in the echo FIFO. The data stays in the OUT
+ * URB's resolved buffer (no copy); len 0 is a zero-length packet. */
+typedef struct {
+    UMockdevIoctlData *data; /* NULL for a zero-length packet */
+    gsize off;
+    gsize len;
+} Chunk;
+
+typedef struct Instance Instance;
+typedef struct Client Client;
+typedef struct Urb Urb;
+
+/* One enumeration of a device: a bus address, a sysfs directory, a /dev node
+ * and an ioctl handler. A replug creates a new Instance for the same port. */
+struct Instance {
+    gint refcount;
+    gboolean root_hub;
+    Spec spec;
+    char *port;    /* sysfs name: "usb1" or "1-1", "1-1.4", ... */
+    int bus;
+    int addr;
+    char *syspath; /* "/sys/devices/usb1/1-1" */
+    char *ifname;  /* "1-1:1.0" */
+    char *devnode; /* "/dev/bus/usb/001/002" */
+    GBytes *descriptors; /* device descriptor + full configuration */
+    char *strings[8];    /* string descriptors by index (NULL: none) */
+    UMockdevIoctlBase *handler;
+
+    /* Everything below is guarded by sim.lock. */
+    gboolean gone;           /* detached: ioctls fail with ENODEV */
+    gboolean vanish_pending; /* unplug-after budget reached */
+    GList *clients;          /* Client*: open file descriptors */
+    GQueue fifo;             /* Chunk*: echo data not yet read back */
+    gsize fifo_bytes;
+    GQueue in_pending;       /* Urb*: bulk IN waiting for data */
+    GQueue out_pending;      /* Urb*: bulk OUT NAKed (FIFO full) */
+    GQueue parked;           /* Urb*: never complete until discarded */
+    gboolean halted_out;
+    gboolean halted_in;
+    FaultKind fault;
+    gint64 unplug_after; /* < 0: none */
+    int config;
+    Client *claim_owner[SIM_NIFACES];
+    char *kdriver[SIM_NIFACES];      /* pretend kernel driver, NULL: none */
+    char *kdriver_last[SIM_NIFACES]; /* for USBDEVFS_CONNECT */
+
+    /* statistics for "ctl ioctl-log" */
+    guint opens, claims, releases, dropped, resets, urbs;
+    guint64 bytes_out, bytes_in;
+};
+
+typedef struct {
+    UMockdevTestbed *testbed;
+    char *root;            /* testbed root directory */
+    GRecMutex lock;
+    GMainContext *worker_ctx; /* umockdev's ioctl thread (set once at start-up) */
+    GPtrArray *accessories;   /* Instance*: present accessories */
+    Instance *root_hub;
+    gboolean addr_used[128];
+    int devnum_next;
+    gboolean debug;
+} Sim;
+
+extern Sim sim;
+
+void sim_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+/* devices.c (main thread) */
+gboolean spec_parse(const char *text, Spec *out, char **error);
+void spec_clear(Spec *spec);
+void spec_copy(Spec *dst, const Spec *src);
+Instance *instance_ref(Instance *inst);
+void instance_unref(Instance *inst);
+void devices_init(int first_address);
+Instance *device_plug(const Spec *spec, const char *port, gboolean silent, char **error);
+void device_unplug(Instance *inst, gboolean silent);
+Instance *device_replug(Instance *inst, gboolean silent, char **error);
+Instance *device_find(int bus, int addr);
+int port_number(const char *port);
+void device_set_driver_link(Instance *inst, int ifno, const char *driver);
+void devices_shutdown(void);
+
+/* usbfs.c */
+UMockdevIoctlBase *usbfs_handler_new(Instance *inst);
+/* Learns umockdev's worker context by connecting to devnode's ioctl socket
+ * (main thread, at start-up). */
+gboolean usbfs_capture_worker(const char *devnode);
+/* Waits until the worker thread has run everything queued so far. */
+void usbfs_worker_barrier(void);
+/* Called with sim.lock held once an instance is marked gone: fails its
+ * pending URBs with ENODEV (on the worker thread, where URB data lives). */
+void usbfs_instance_gone(Instance *inst);
+/* Worker thread, sim.lock held: fail everything of a gone instance. */
+void usbfs_fail_all(Instance *inst);
+/* Frees the echo FIFO (any thread; sim.lock held or instance unreachable). */
+void usbfs_fifo_clear(Instance *inst);
+/* Binds (name) or unbinds (NULL) the pretend kernel driver; sim.lock held. */
+void usbfs_set_kernel_driver(Instance *inst, unsigned int ifno, const char *name);
+
+/* control.c (main thread) */
+gboolean control_start(const char *path, char **error);
+void control_stop(void);
+
+#endif
