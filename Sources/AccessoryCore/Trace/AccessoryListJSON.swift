@@ -1,0 +1,18 @@
+/// The `accessoryctl list --json` form: one JSON array of objects with the trace format's
+/// device fields plus `connectionID` (and `manufacturer`, `name`, `protocols` where known).
+public enum AccessoryListJSON {
+    /// The array, on one line, without a newline.
+    public static func array(_ accessories: [Accessory]) -> String {
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        for (i, a) in accessories.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONBytes.appendRaw("{\"connectionID\":", to: &out)
+            JSONBytes.appendUInt(UInt(a.connectionID.rawValue), to: &out)
+            out.append(UInt8(ascii: ","))
+            TraceEncoding.appendDeviceFields(a.descriptor, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
+    }
+}
