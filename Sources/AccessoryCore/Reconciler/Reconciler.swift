@@ -12,6 +12,11 @@ public struct Reconciler: Sendable {
         public var kept = 0
         public var evicted: Int { events.lazy.filter { if case .disconnected = $0 { true } else { false } }.count }
         public var admitted: Int { events.count - evicted }
+
+        public init(events: [AccessoryEvent] = [], kept: Int = 0) {
+            self.events = events
+            self.kept = kept
+        }
     }
 
     public init() {}

@@ -1,0 +1,22 @@
+/// Where a USB device instance lives: bus, address and its usbfs node, plus the IDs that
+/// an error message needs to name the udev rule. A plain value, with no libusb in it.
+struct DeviceNode: Hashable, Sendable, CustomStringConvertible {
+    var bus: Int
+    var address: Int
+    var vendor: UInt16?
+    var product: UInt16?
+
+    /// `/dev/bus/usb/BBB/DDD`.
+    var path: String { Self.path(bus: bus, address: address) }
+
+    static func path(bus: Int, address: Int) -> String {
+        "/dev/bus/usb/\(threeDigits(bus))/\(threeDigits(address))"
+    }
+
+    var description: String { "bus \(bus) address \(address)" }
+
+    private static func threeDigits(_ n: Int) -> String {
+        let s = String(n)
+        return s.count >= 3 ? s : String(repeating: "0", count: 3 - s.count) + s
+    }
+}

@@ -1,0 +1,77 @@
+internal import CLibUSB
+import Glibc
+import Logging
+import Synchronization
+
+/// The one thread that handles libusb events for a context: it runs
+/// `libusb_handle_events_timeout_completed` until stopped. Hotplug callbacks and transfer
+/// completions run on it, so nothing on it may block.
+final class LibUSBEventThread: Sendable {
+    let context: LibUSBContext
+    private let logger: Logger
+    private let stopRequested = Atomic<Bool>(false)
+    private let thread = Mutex<pthread_t?>(nil)
+
+    /// How long one wait for events lasts before the stop flag is checked again. Stopping
+    /// also interrupts the wait, so this only bounds a missed wake-up.
+    static let pollInterval = timeval(tv_sec: 0, tv_usec: 500_000)
+
+    init(context: LibUSBContext, logger: Logger) {
+        self.context = context
+        self.logger = logger
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Starts the thread. Starting a running or stopped thread does nothing.
+    func start() throws(AccessoryError) {
+        let result: Int32 = thread.withLock { thread in
+            guard thread == nil, !stopRequested.load(ordering: .acquiring) else { return 0 }
+            var id = pthread_t()
+            let box = Unmanaged.passRetained(self).toOpaque()
+            let status = pthread_create(&id, nil, { argument in
+                let owner = Unmanaged<LibUSBEventThread>.fromOpaque(argument!).takeRetainedValue()
+                owner.run()
+                return nil
+            }, box)
+            if status == 0 {
+                thread = id
+            } else {
+                Unmanaged<LibUSBEventThread>.fromOpaque(box).release()
+            }
+            return status
+        }
+        guard result == 0 else {
+            throw AccessoryError(.io, "cannot start the libusb event thread: errno \(result)", operation: "pthread_create", rawValue: result)
+        }
+    }
+
+    /// Asks the thread to stop, wakes it, and waits until it has exited. Idempotent.
+    /// Must not be called from the event thread itself.
+    func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        guard let id = thread.withLock({ t -> pthread_t? in defer { t = nil }; return t }) else { return }
+        precondition(pthread_equal(id, pthread_self()) == 0, "the libusb event thread cannot stop itself")
+        context.interruptEventHandler()
+        pthread_join(id, nil)
+    }
+
+    private func run() {
+        var failures = 0
+        while !stopRequested.load(ordering: .acquiring) {
+            var timeout = Self.pollInterval
+            let status = context.withUnsafeContext { libusb_handle_events_timeout_completed($0, &timeout, nil) }
+            if status < 0 && status != LIBUSB_ERROR_INTERRUPTED.rawValue {
+                failures += 1
+                if failures == 1 || failures % 100 == 0 {
+                    logger.warning("libusb event handling failed: \(String(cString: libusb_error_name(status))) (\(failures) times)")
+                }
+                usleep(10_000)  // never spin on a persistent error
+            } else {
+                failures = 0
+            }
+        }
+    }
+}

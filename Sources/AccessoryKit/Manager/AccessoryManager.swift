@@ -1,0 +1,456 @@
+import AccessoryCore
+import Logging
+
+/// The connected USB accessories, kept in step with the OS, and their connect and
+/// disconnect notifications: `EAAccessoryManager` for Linux, without ghosts.
+///
+/// The manager subscribes to libusb hotplug events first, then takes a sysfs snapshot, so
+/// no attach falls in between. Hotplug events drive a ``ConnectionRegistry``; reconciles
+/// against a fresh sysfs scan evict ghosts and admit devices whose events were lost. A
+/// reconcile runs after a burst of hotplug events (debounced), every
+/// ``Configuration/reconcileInterval``, after the system has slept, when the registry
+/// suspects it is out of step, on ``reportNoDevice(_:operation:)`` and on ``refresh()``.
+///
+/// Every connection gets a fresh ``ConnectionID``. A subscriber sees exactly one
+/// `.connected` per ID before at most one `.disconnected`, and the disconnect of a stale ID
+/// before the connect of its successor on the same port.
+public actor AccessoryManager {
+    /// How a manager watches and filters accessories.
+    public struct Configuration: Sendable {
+        /// How often the registry is reconciled with sysfs when nothing else triggers it.
+        public var reconcileInterval: Duration
+        /// How long a burst of hotplug events must settle before the reconcile that follows it.
+        public var debounce: Duration
+        /// Only accessories speaking one of these protocols are shown, as an iOS app's
+        /// `UISupportedExternalAccessoryProtocols`; `nil` shows every accessory.
+        public var supportedProtocols: Set<String>?
+        /// Declared protocols, by VID/PID or interface class.
+        public var protocolTable: ProtocolTable
+        /// Whether hubs (root hubs included) are shown.
+        public var includeHubs: Bool
+        /// The clock for the periodic reconcile and the debounce.
+        public var clock: any Clock<Duration>
+        /// Where sysfs lists USB devices.
+        public var sysfsRoot: String
+        /// Where the manager logs; by default `accessorykit`, to whatever handler the
+        /// application bootstrapped.
+        public var logger: Logger
+
+        public init(
+            reconcileInterval: Duration = .seconds(2), debounce: Duration = .milliseconds(20),
+            supportedProtocols: Set<String>? = nil, protocolTable: ProtocolTable = .init(),
+            includeHubs: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
+            sysfsRoot: String = SysfsScanner.defaultRoot, logger: Logger = Logger(label: "accessorykit")
+        ) {
+            self.reconcileInterval = reconcileInterval
+            self.debounce = debounce
+            self.supportedProtocols = supportedProtocols
+            self.protocolTable = protocolTable
+            self.includeHubs = includeHubs
+            self.clock = clock
+            self.sysfsRoot = sysfsRoot
+            self.logger = logger
+        }
+    }
+
+    /// What started a reconcile, for the log.
+    enum Trigger: String, Sendable {
+        case initial, debounced, periodic, wake, noDevice = "no-device", refresh
+        /// A second look after a reconcile found entries gone.
+        case confirm
+    }
+
+    /// What the manager keeps per registered connection besides the registry entry.
+    private struct Entry: Sendable {
+        var info: USBDeviceInfo
+        /// Decided once, at connect time: hidden connections are never announced.
+        var visible: Bool
+    }
+
+    public nonisolated let configuration: Configuration
+    /// Whether hotplug events arrive. Without them (no libusb, or no hotplug support) the
+    /// manager still finds every change, one reconcile interval late.
+    public nonisolated let isHotplugAvailable: Bool
+    /// The libusb version, or `nil` when libusb could not start.
+    public nonisolated let libusbVersion: String?
+
+    /// The hardware; `nil` when libusb could not start. Sessions open devices through it.
+    nonisolated let backend: (any HotplugBackend)?
+    private let scanner: SysfsScanner
+    private let logger: Logger
+    private let uptime: @Sendable () -> SystemUptime
+
+    private var registry = ConnectionRegistry()
+    private var entries: [ConnectionID: Entry] = [:]
+    private var subscribers: [UInt64: AsyncStream<AccessoryEvent>.Continuation] = [:]
+    private var nextSubscriber: UInt64 = 0
+    private var isShutDown = false
+    private var lastUptime: SystemUptime
+    private var monitorTask: Task<Void, Never>?
+    private var timerTask: Task<Void, Never>?
+    private var pendingReconcile: Task<Void, Never>?
+
+    /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
+    /// devices become the first `.connected` events.
+    ///
+    /// When libusb cannot start (for example on a machine without USB), the manager logs a
+    /// notice and relies on its periodic sysfs reconcile alone.
+    /// - Throws: ``AccessoryError`` when libusb starts but hotplug registration or the event
+    ///   thread fails.
+    public init(configuration: Configuration = .init()) async throws(AccessoryError) {
+        var backend: LibUSBBackend?
+        do {
+            backend = try LibUSBBackend(logger: configuration.logger)
+        } catch {
+            configuration.logger.notice("libusb is unavailable (\(error)); reconciling with sysfs every \(configuration.reconcileInterval)")
+        }
+        try await self.init(configuration: configuration, backend: backend, uptime: SystemUptime.now)
+    }
+
+    /// A manager over any backend, with an injected uptime source (for sleep detection).
+    init(
+        configuration: Configuration, backend: (any HotplugBackend)?,
+        uptime: @escaping @Sendable () -> SystemUptime
+    ) async throws(AccessoryError) {
+        self.configuration = configuration
+        self.backend = backend
+        self.logger = configuration.logger
+        self.uptime = uptime
+        self.libusbVersion = backend?.version
+        // The manager sees hubs too, so that their events are not unknown devices; it hides
+        // them when it announces accessories.
+        self.scanner = SysfsScanner(root: configuration.sysfsRoot, includeHubs: true, protocolTable: configuration.protocolTable)
+        // Subscribe first, then take the snapshot: no attach can fall in between.
+        let notices = try backend?.startMonitoring()
+        self.isHotplugAvailable = notices != nil
+        self.lastUptime = uptime()
+
+        reconcile(.initial)
+        logger.info(
+            "started: \(connectedAccessories.count) accessories, hotplug \(notices != nil ? "on" : "off"), libusb \(libusbVersion ?? "unavailable")")
+        if let notices {
+            monitorTask = Task { [weak self] in
+                for await notice in notices {
+                    guard let self else { return }
+                    await self.handle(notice)
+                }
+            }
+        }
+        timerTask = Task { [weak self, clock = configuration.clock, interval = configuration.reconcileInterval] in
+            while true {
+                do { try await clock.sleep(for: interval) } catch { return }
+                guard let self else { return }
+                await self.tick()
+            }
+        }
+    }
+
+    deinit {
+        backend?.stopMonitoring()
+        monitorTask?.cancel()
+        timerTask?.cancel()
+        pendingReconcile?.cancel()
+        for continuation in subscribers.values { continuation.finish() }
+    }
+
+    // MARK: Public API
+
+    /// The accessories connected now, in connection-ID order.
+    public var connectedAccessories: [Accessory] {
+        registry.accessories.filter { entries[$0.connectionID]?.visible == true }
+    }
+
+    /// A new stream of notifications. Each call makes a new subscriber; every subscriber
+    /// gets every notification, with an unbounded buffer so a slow one never blocks anyone.
+    ///
+    /// - Parameter includingCurrent: first yield `.connected` for every accessory already
+    ///   connected, atomically with subscribing: nothing is missed or repeated.
+    /// - Returns: a stream that finishes at ``shutdown()``; after it, a finished stream.
+    public func events(includingCurrent: Bool = true) -> AsyncStream<AccessoryEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: AccessoryEvent.self, bufferingPolicy: .unbounded)
+        guard !isShutDown else {
+            continuation.finish()
+            return stream
+        }
+        if includingCurrent {
+            for accessory in connectedAccessories { continuation.yield(.connected(accessory)) }
+        }
+        let id = nextSubscriber
+        nextSubscriber += 1
+        subscribers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    /// Reconciles now with a fresh sysfs scan.
+    /// - Returns: what the reconcile did; its events are those subscribers were sent.
+    public func refresh() async -> Reconciler.Report {
+        guard !isShutDown else { return .none }
+        return reconcile(.refresh)
+    }
+
+    /// Everything the OS says about a connected accessory: class, speed, configuration.
+    public func deviceInfo(for id: ConnectionID) -> USBDeviceInfo? {
+        guard let entry = entries[id], entry.visible, registry[id] != nil else { return nil }
+        return entry.info
+    }
+
+    /// Tells the manager that an operation on an accessory returned NO_DEVICE. It
+    /// reconciles at once; if the accessory is gone, its disconnect names the operation.
+    public func reportNoDevice(_ id: ConnectionID, operation: String) {
+        guard !isShutDown else { return }
+        logger.debug("\(operation) on connection \(id) returned NO_DEVICE; reconciling")
+        reconcile(.noDevice, noDevice: (id, operation))
+    }
+
+    /// Stops watching: stops the event thread, deregisters hotplug, sends
+    /// `.disconnected(_, .shutdown)` for every connected accessory and finishes every
+    /// stream. Idempotent.
+    public func shutdown() async {
+        guard !isShutDown else { return }
+        isShutDown = true
+        timerTask?.cancel()
+        pendingReconcile?.cancel()
+        backend?.stopMonitoring()
+        deliver(registry.shutdown(), infos: [:])
+        for continuation in subscribers.values { continuation.finish() }
+        subscribers.removeAll()
+        await monitorTask?.value
+        await timerTask?.value
+        logger.info("stopped")
+    }
+
+    // MARK: Internal API for sessions
+
+    /// Opens the device behind a connection, from libusb's list or, when libusb's cache
+    /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile.
+    func openDevice(_ id: ConnectionID) throws(AccessoryError) -> LibUSBDeviceHandle {
+        guard let entry = entries[id], let accessory = registry[id], let address = accessory.descriptor.address else {
+            throw AccessoryError(.notFound, "no accessory is connected with connection ID \(id)", operation: "open")
+        }
+        guard let backend else {
+            throw AccessoryError(.io, "libusb is unavailable on this machine", operation: "open")
+        }
+        do {
+            return try backend.open(
+                bus: accessory.descriptor.bus, address: address, vendor: entry.info.descriptor.vendor,
+                product: entry.info.descriptor.product)
+        } catch {
+            if case .accessoryDisconnected = error.code { reportNoDevice(id, operation: error.operation ?? "open") }
+            throw error
+        }
+    }
+
+    // MARK: Event handling
+
+    private func unsubscribe(_ id: UInt64) {
+        subscribers[id] = nil
+    }
+
+    private func handle(_ notice: HotplugNotice) {
+        guard !isShutDown else { return }
+        let device = notice.device
+        switch notice.kind {
+        case .arrived:
+            let info = arrivalInfo(device)
+            logger.trace("hotplug: arrived \(info.descriptor.port) bus \(device.bus) address \(device.address)")
+            apply(.added(info.descriptor), arrival: info)
+        case .left:
+            logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(device.address)")
+            // libusb builds the port chain from its own parent links, which can be shorter
+            // than the kernel's name when a parent hub is missing from its list. When the
+            // entry at this address is the same device, match on the address alone.
+            var port: String? = device.port
+            if let entry = registry.accessory(at: DeviceKey(bus: device.bus, address: device.address)),
+                entry.descriptor.vendor == device.device.vendor, entry.descriptor.product == device.device.product
+            {
+                port = nil
+            }
+            apply(.removed(DeviceRemoval(bus: device.bus, address: device.address, port: port)))
+        }
+        scheduleReconcile()
+    }
+
+    /// What is known about an arrival: sysfs's view when sysfs still holds that instance,
+    /// else what libusb cached.
+    private func arrivalInfo(_ device: LibUSBDeviceRecord) -> USBDeviceInfo {
+        let matches = { (info: USBDeviceInfo) in
+            info.descriptor.bus == device.bus && info.descriptor.address == device.address
+                && info.descriptor.vendor == device.device.vendor && info.descriptor.product == device.device.product
+        }
+        // One directory, not a full scan: in a storm the device is often gone already, and
+        // the debounced reconcile that follows catches up anyway.
+        if let info = scanner.device(named: device.port), matches(info) { return info }
+        var info = USBDeviceInfo(
+            descriptor: device.accessoryDescriptor, deviceClass: device.device.deviceClass,
+            deviceDescriptor: device.device, configuration: device.configuration, speed: device.speed)
+        info.descriptor.protocols = configuration.protocolTable.protocols(for: info)
+        return info
+    }
+
+    private func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil) {
+        let update = registry.apply(event)
+        deliver(update.events, infos: arrival.map { [$0.descriptor: $0] } ?? [:])
+        if let suspicion = update.suspicion {
+            logger.debug("registry suspects it is out of step (\(suspicion)); reconciling")
+            scheduleReconcile()
+        }
+    }
+
+    /// Sends the visible notifications to every subscriber and keeps ``entries`` in step.
+    /// - Returns: the notifications that were sent.
+    @discardableResult
+    private func deliver(_ events: [AccessoryEvent], infos: [AccessoryDescriptor: USBDeviceInfo]) -> [AccessoryEvent] {
+        var sent: [AccessoryEvent] = []
+        for event in events {
+            switch event {
+            case .connected(let accessory):
+                let info = infos[accessory.descriptor]
+                    ?? USBDeviceInfo(descriptor: accessory.descriptor, deviceClass: 0)
+                let visible = isVisible(info)
+                entries[accessory.connectionID] = Entry(info: info, visible: visible)
+                guard visible else { continue }
+                logger.info(
+                    "connected \(accessory.connectionID): \(accessory.descriptor.vendorProduct) \(accessory.physicalIdentity) on \(accessory.descriptor.port) address \(accessory.descriptor.address.map(String.init) ?? "?")")
+            case .disconnected(let accessory, let reason):
+                guard entries.removeValue(forKey: accessory.connectionID)?.visible == true else { continue }
+                if case .ghostEvicted = reason {
+                    logger.notice("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
+                } else {
+                    logger.info("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
+                }
+            }
+            sent.append(event)
+            for continuation in subscribers.values { continuation.yield(event) }
+        }
+        return sent
+    }
+
+    private func isVisible(_ info: USBDeviceInfo) -> Bool {
+        if info.isHub && !configuration.includeHubs { return false }
+        guard let supported = configuration.supportedProtocols else { return true }
+        return info.descriptor.protocols?.contains(where: supported.contains) ?? false
+    }
+
+    // MARK: Reconciling
+
+    /// Runs one reconcile soon, after ``Configuration/debounce``, unless one is pending.
+    private func scheduleReconcile(_ trigger: Trigger = .debounced) {
+        guard pendingReconcile == nil, !isShutDown else { return }
+        let delay = trigger == .confirm ? confirmationDelay : configuration.debounce
+        pendingReconcile = Task { [weak self, clock = configuration.clock] in
+            try? await clock.sleep(for: delay)
+            await self?.runPendingReconcile(trigger)
+        }
+    }
+
+    private func runPendingReconcile(_ trigger: Trigger) {
+        pendingReconcile = nil
+        guard !isShutDown else { return }
+        reconcile(trigger)
+    }
+
+    /// How long a reconcile that found entries gone waits for their hotplug events.
+    ///
+    /// sysfs loses a device a moment before libusb delivers its LEFT event. Evicting at once
+    /// would call a plain unplug a ghost; after this short wait the event has usually been
+    /// handled and the disconnect says `unplugged`. A real ghost is evicted just as surely.
+    private var confirmationDelay: Duration {
+        min(max(configuration.debounce * 2, .milliseconds(20)), .milliseconds(100))
+    }
+
+    /// Whether some registry entry's instance is missing from `scan`.
+    private func registryHasAbsentEntries(_ scan: SysfsScanner.Result) -> Bool {
+        var live: [DeviceKey: AccessoryDescriptor] = [:]
+        for info in scan.devices { if let key = info.descriptor.key { live[key] = info.descriptor } }
+        return registry.accessories.contains { entry in
+            guard let key = entry.descriptor.key, let d = live[key] else { return true }
+            return !d.isSameInstance(as: entry.descriptor)
+        }
+    }
+
+    /// The periodic tick: detects a system sleep, then reconciles.
+    private func tick() {
+        guard !isShutDown else { return }
+        let now = uptime()
+        let slept = now.sleptSince(lastUptime)
+        lastUptime = now
+        if slept > .seconds(1) {
+            logger.notice("the system slept for about \(slept); reconciling")
+            _ = registry.apply(.sleep)
+            _ = registry.apply(.wake)
+            reconcile(.wake)
+        } else {
+            reconcile(.periodic)
+        }
+    }
+
+    /// Compares the registry with a fresh sysfs scan, evicting ghosts and admitting what the
+    /// registry lacks, and notifies subscribers.
+    @discardableResult
+    private func reconcile(_ trigger: Trigger, noDevice: (ConnectionID, String)? = nil) -> Reconciler.Report {
+        let scan = scanner.scan()
+        if trigger == .initial, let note = scan.note { logger.notice("\(note)") }
+        if isHotplugAvailable, trigger == .debounced || trigger == .periodic, registryHasAbsentEntries(scan) {
+            scheduleReconcile(.confirm)
+            return Reconciler.Report.none
+        }
+        var report = Reconciler().reconcile(&registry, against: scan.devices.map(\.descriptor))
+        if let (id, operation) = noDevice {
+            // Say what was seen: the session's operation found the device gone.
+            report.events = report.events.map { event in
+                if case .disconnected(let a, .ghostEvicted(.absentFromSnapshot)) = event, a.connectionID == id {
+                    return .disconnected(a, .ghostEvicted(.noDevice(operation: operation)))
+                }
+                return event
+            }
+        }
+        var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
+        var byKey: [DeviceKey: USBDeviceInfo] = [:]
+        for info in scan.devices {
+            infos[info.descriptor] = info
+            if let key = info.descriptor.key { byKey[key] = info }
+        }
+        report.events = deliver(report.events, infos: infos)
+        // Entries that were kept: take the scan's fresher view (strings, configuration).
+        for accessory in registry.accessories {
+            guard var entry = entries[accessory.connectionID], let key = accessory.descriptor.key,
+                var fresh = byKey[key], fresh.descriptor.isSameInstance(as: accessory.descriptor),
+                fresh != entry.info
+            else { continue }
+            fresh.descriptor = accessory.descriptor
+            entry.info = fresh
+            entries[accessory.connectionID] = entry
+        }
+        if !report.events.isEmpty || trigger != .periodic {
+            logger.debug("reconcile (\(trigger.rawValue)): kept \(report.kept), evicted \(report.evicted), admitted \(report.admitted)")
+        }
+        return report
+    }
+}
+
+/// Runs `body` with a started ``AccessoryManager``, and shuts the manager down afterwards,
+/// whether `body` returns or throws.
+public func withAccessoryManager<R: Sendable>(
+    configuration: AccessoryManager.Configuration = .init(),
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (AccessoryManager) async throws -> R
+) async throws -> R {
+    let manager = try await AccessoryManager(configuration: configuration)
+    let result: R
+    do {
+        result = try await body(manager)
+    } catch {
+        await manager.shutdown()
+        throw error
+    }
+    await manager.shutdown()
+    return result
+}
+
+extension Reconciler.Report {
+    /// A report of nothing done.
+    static var none: Reconciler.Report { Reconciler.Report() }
+}

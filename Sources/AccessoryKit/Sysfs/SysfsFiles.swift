@@ -1,0 +1,69 @@
+import Glibc
+
+/// Plain POSIX reads of sysfs. Under umockdev's preload these calls are redirected into the
+/// testbed, so the same paths work there.
+enum SysfsFiles {
+    /// The names in a directory, without `.` and `..`; `nil` when it cannot be opened.
+    static func list(_ path: String) -> [String]? {
+        guard let dir = opendir(path) else { return nil }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
+                    String(cString: $0)
+                }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Whether `path` exists.
+    static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    /// A file's bytes, up to `limit`; `nil` when it cannot be opened or read.
+    static func read(_ path: String, limit: Int = 1 << 16) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < limit {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[..<n])
+        }
+        return bytes.count > limit ? Array(bytes[..<limit]) : bytes
+    }
+
+    /// A text attribute exactly as the kernel wrote it: UTF-8 with U+FFFD for invalid bytes,
+    /// minus exactly one trailing newline and nothing else.
+    static func string(_ path: String) -> String? {
+        guard var bytes = read(path) else { return nil }
+        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A numeric attribute, with surrounding whitespace ignored.
+    static func integer<T: FixedWidthInteger>(_ path: String, radix: Int = 10, as: T.Type = T.self) -> T? {
+        guard let text = string(path) else { return nil }
+        return T(text.trimmingSpaces, radix: radix)
+    }
+}
+
+extension String {
+    /// Without leading and trailing ASCII spaces, tabs and newlines.
+    var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = lastIndex(where: { !isSpace($0) })!
+        return self[first...last]
+    }
+}

@@ -1,0 +1,210 @@
+import AccessoryCore
+import Foundation
+import Synchronization
+import Testing
+@testable import AccessoryKit
+
+/// A settable uptime source, to fake a system sleep.
+final class FakeUptime: Sendable {
+    private let value = Mutex(SystemUptime(monotonic: .seconds(100), boot: .seconds(100)))
+    func now() -> SystemUptime { value.withLock { $0 } }
+    func advance(awake: Duration, asleep: Duration = .zero) {
+        value.withLock { $0 = SystemUptime(monotonic: $0.monotonic + awake, boot: $0.boot + awake + asleep) }
+    }
+}
+
+@Suite("AccessoryManager over a fake sysfs and a fake hotplug backend")
+struct ManagerTests {
+    let sysfs: FakeSysfs
+    let backend = FakeBackend()
+
+    init() throws {
+        sysfs = try FakeSysfs()
+    }
+
+    func manager(
+        interval: Duration = .seconds(60), supported: Set<String>? = nil, table: ProtocolTable = .init(),
+        uptime: FakeUptime = FakeUptime()
+    ) async throws -> AccessoryManager {
+        let configuration = AccessoryManager.Configuration(
+            reconcileInterval: interval, debounce: .milliseconds(5), supportedProtocols: supported,
+            protocolTable: table, sysfsRoot: sysfs.root, logger: testLogger)
+        return try await AccessoryManager(configuration: configuration, backend: backend, uptime: uptime.now)
+    }
+
+    @Test func startsWithTheSnapshotAndHidesHubs() async throws {
+        try sysfs.add(port: "usb1", bus: 1, address: 1, vendor: 0x1d6b, product: 0x0002, serial: "0000:00:14.0\n", deviceClass: 9, interfaceString: nil)
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")
+        let m = try await manager()
+        let log = await EventLog.recording(m)
+        let accessories = await m.connectedAccessories
+        #expect(accessories.map(\.descriptor.serial) == ["SN1", "SN2"])
+        #expect(accessories.allSatisfy { $0.descriptor.manufacturer == "Example" && $0.descriptor.name == "Loopback Accessory" })
+        #expect(accessories.allSatisfy { $0.protocolStrings == ["org.example.loopback"] })
+        #expect(accessories[0].connectionID < accessories[1].connectionID)
+        #expect(accessories[0].physicalIdentity == .serialNumber(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        #expect(await log.wait { $0.count == 2 })
+        #expect(await log.connected == accessories)
+
+        let info = try #require(await m.deviceInfo(for: accessories[0].connectionID))
+        #expect(info.speed == .high && !info.isHub && info.devicePath == "/dev/bus/usb/001/005")
+        #expect(info.configuration?.interfaces.first?.name == "org.example.loopback")
+        #expect(info.configuration?.interfaces.first?.endpoints.map(\.address) == [0x01, 0x81])
+        await m.shutdown()
+    }
+
+    @Test func hotplugPlugAndUnplugEachGetANewID() async throws {
+        let m = try await manager()
+        let log = await EventLog.recording(m)
+        try sysfs.add(port: "1-3", bus: 1, address: 7, vendor: 0x1209, product: 0x0001, serial: "SN3\n")
+        backend.send(.arrived, bus: 1, address: 7, port: "1-3", vendor: 0x1209, product: 0x0001)
+        #expect(await log.wait { $0.count == 1 })
+        let first = try #require(await log.connected.first)
+        #expect(first.descriptor.serial == "SN3" && first.descriptor.port == "1-3")
+
+        try sysfs.remove(port: "1-3")
+        backend.send(.left, bus: 1, address: 7, port: "1-3", vendor: 0x1209, product: 0x0001)
+        #expect(await log.wait { $0.count == 2 })
+        #expect(await log.events.last == .disconnected(first, .unplugged))
+
+        try sysfs.add(port: "1-3", bus: 1, address: 8, vendor: 0x1209, product: 0x0001, serial: "SN3\n")
+        backend.send(.arrived, bus: 1, address: 8, port: "1-3", vendor: 0x1209, product: 0x0001)
+        #expect(await log.wait { $0.count == 3 })
+        let second = try #require(await log.connected.last)
+        #expect(second.connectionID > first.connectionID)
+        #expect(second.physicalIdentity == first.physicalIdentity)
+        await m.shutdown()
+        checkInvariants(await log.events)
+    }
+
+    @Test func duplicatedAndLostEventsConverge() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager()
+        let log = await EventLog.recording(m)
+        // A duplicated add of a known device, and a remove of a device nobody saw arrive.
+        backend.send(.arrived, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
+        backend.send(.left, bus: 1, address: 9, port: "1-4", vendor: 0x1209, product: 0x0003)
+        // A device whose add was lost.
+        try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")
+        backend.send(.left, bus: 1, address: 10, port: "1-5", vendor: 0x1209, product: 0x0003)
+        #expect(await log.wait { $0.count == 2 })
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(await m.connectedAccessories.map(\.descriptor.serial) == ["SN1", "SN2"])
+        await m.shutdown()
+        checkInvariants(await log.events)
+    }
+
+    @Test func silentUnplugIsEvictedByThePeriodicReconcile() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager(interval: .milliseconds(100))
+        let log = await EventLog.recording(m)
+        let ghost = try #require(await m.connectedAccessories.first)
+        try sysfs.remove(port: "1-1")
+        #expect(await log.wait { $0.count == 2 })
+        #expect(await log.events.last == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
+        await m.shutdown()
+    }
+
+    @Test func silentReplugEvictsTheGhostBeforeAdmittingTheLiveDevice() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager(interval: .milliseconds(100))
+        let log = await EventLog.recording(m)
+        let ghost = try #require(await m.connectedAccessories.first)
+        try sysfs.remove(port: "1-1")
+        try sysfs.add(port: "1-1", bus: 1, address: 9, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        try #require(await log.wait { $0.count == 3 })
+        let events = await log.events
+        #expect(events[1] == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
+        guard case .connected(let live) = events[2] else { Issue.record("expected a connect, got \(events[2])"); return }
+        #expect(live.descriptor.address == 9 && live.connectionID > ghost.connectionID)
+        #expect(live.physicalIdentity == ghost.physicalIdentity)
+        await m.shutdown()
+    }
+
+    @Test func reportNoDeviceReconcilesAtOnce() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager()
+        let log = await EventLog.recording(m)
+        let ghost = try #require(await m.connectedAccessories.first)
+        try sysfs.remove(port: "1-1")
+        await m.reportNoDevice(ghost.connectionID, operation: "bulk OUT 0x01")
+        #expect(await m.connectedAccessories.isEmpty)
+        #expect(await log.wait { $0.count == 2 })
+        #expect(await log.events.last == .disconnected(ghost, .ghostEvicted(.noDevice(operation: "bulk OUT 0x01"))))
+        await m.shutdown()
+    }
+
+    @Test func refreshReportsWhatItDid() async throws {
+        let m = try await manager()
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let report = await m.refresh()
+        #expect(report.admitted == 1 && report.evicted == 0)
+        #expect((await m.refresh()).kept == 1)
+        await m.shutdown()
+        #expect((await m.refresh()).events.isEmpty)
+    }
+
+    @Test func sleepIsDetectedAndReconciled() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let uptime = FakeUptime()
+        let m = try await manager(interval: .milliseconds(50), uptime: uptime)
+        let log = await EventLog.recording(m)
+        try sysfs.remove(port: "1-1")
+        uptime.advance(awake: .milliseconds(50), asleep: .seconds(3600))
+        #expect(await log.wait { $0.count == 2 })
+        #expect(SystemUptime(monotonic: .seconds(2), boot: .seconds(10)).sleptSince(
+            SystemUptime(monotonic: .seconds(1), boot: .seconds(1))) == .seconds(8))
+        await m.shutdown()
+    }
+
+    @Test func supportedProtocolsFilterAsInfoPlistDoes() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n", interfaceString: nil)
+        let table = ProtocolTable(rules: [.device(vendor: 0x1209, product: 0x0002, speaks: "com.acme.sensor")])
+        let m = try await manager(supported: ["com.acme.sensor"], table: table)
+        let shown = await m.connectedAccessories
+        #expect(shown.map(\.descriptor.serial) == ["SN2"])
+        #expect(shown.first?.protocolStrings == ["com.acme.sensor"])
+        // Hidden accessories come and go without a word.
+        let log = await EventLog.recording(m, includingCurrent: false)
+        try sysfs.remove(port: "1-1")
+        _ = await m.refresh()
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(await log.events.isEmpty)
+        await m.shutdown()
+    }
+
+    @Test func shutdownDisconnectsEveryoneAndFinishesEveryStream() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")
+        let m = try await manager()
+        let a = await EventLog.recording(m)
+        let b = await EventLog.recording(m, includingCurrent: false)
+        await m.shutdown()
+        await a.finished()
+        await b.finished()
+        #expect(await a.events.count == 4)
+        #expect(await b.disconnected.map(\.1) == [.shutdown, .shutdown])
+        #expect(await m.connectedAccessories.isEmpty)
+        var late = await m.events().makeAsyncIterator()
+        #expect(await late.next() == nil)
+        await m.shutdown()
+    }
+
+    @Test func withAccessoryManagerShutsDownWhenTheBodyThrows() async throws {
+        struct Boom: Error {}
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let configuration = AccessoryManager.Configuration(sysfsRoot: sysfs.root, logger: testLogger)
+        let escaped = Mutex<AccessoryManager?>(nil)
+        await #expect(throws: Boom.self) {
+            try await withAccessoryManager(configuration: configuration) { m in
+                escaped.withLock { $0 = m }
+                #expect(await m.connectedAccessories.count == 1)
+                throw Boom()
+            }
+        }
+        let m = try #require(escaped.withLock { $0 })
+        #expect(await m.connectedAccessories.isEmpty)
+    }
+}

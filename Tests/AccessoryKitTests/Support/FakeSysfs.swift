@@ -1,0 +1,99 @@
+import AccessoryCore
+import Foundation
+@testable import AccessoryKit
+
+/// A sysfs `bus/usb/devices` tree in a temporary directory, written file by file as the
+/// kernel lays it out, for tests that need no USB at all.
+final class FakeSysfs: Sendable {
+    let root: String
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("accessorykit-sysfs-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// A loopback accessory's descriptors: device, then one configuration with one
+    /// vendor-specific interface (string index 4) and bulk endpoints 0x01 and 0x81.
+    static func loopbackDescriptors(vendor: UInt16, product: UInt16, bcdDevice: UInt16 = 0x0100, deviceClass: UInt8 = 0) -> [UInt8] {
+        let le = { (v: UInt16) in [UInt8(v & 0xff), UInt8(v >> 8)] }
+        var d: [UInt8] = [18, 1, 0x00, 0x02, deviceClass, 0, 0, 64]
+        d += le(vendor) + le(product) + le(bcdDevice) + [1, 2, 3, 1]
+        d += [9, 2, 32, 0, 1, 1, 0, 0x80, 50]
+        d += [9, 4, 0, 0, 2, 0xff, 0, 0, 4]
+        d += [7, 5, 0x01, 2, 0, 2, 0]
+        d += [7, 5, 0x81, 2, 0, 2, 0]
+        return d
+    }
+
+    /// Writes a device directory. Strings are written exactly as given (the kernel adds a
+    /// newline; pass it in to test that).
+    func add(
+        port: String, bus: Int, address: Int, vendor: UInt16, product: UInt16, serial: String? = "SN\n",
+        manufacturer: String? = "Example\n", name: String? = "Loopback Accessory\n", deviceClass: UInt8 = 0,
+        interfaceString: String? = "org.example.loopback\n", raw: [String: [UInt8]] = [:]
+    ) throws {
+        let dir = root + "/" + port
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let hex = { (v: UInt16) in Hex.four(v) + "\n" }
+        var files: [String: [UInt8]] = [
+            "busnum": Array("\(bus)\n".utf8), "devnum": Array("\(address)\n".utf8),
+            "idVendor": Array(hex(vendor).utf8), "idProduct": Array(hex(product).utf8),
+            "bcdDevice": Array("0100\n".utf8), "bDeviceClass": Array(String(format: "%02x\n", deviceClass).utf8),
+            "bConfigurationValue": Array("1\n".utf8), "speed": Array("480\n".utf8),
+            "descriptors": Self.loopbackDescriptors(vendor: vendor, product: product, deviceClass: deviceClass),
+        ]
+        if let serial { files["serial"] = Array(serial.utf8) }
+        if let manufacturer { files["manufacturer"] = Array(manufacturer.utf8) }
+        if let name { files["product"] = Array(name.utf8) }
+        files.merge(raw) { _, new in new }
+        for (file, bytes) in files {
+            try Data(bytes).write(to: URL(fileURLWithPath: dir + "/" + file))
+        }
+        if let interfaceString {
+            let prefix = port.hasPrefix("usb") ? "\(bus)-0" : port
+            let interfaceDir = dir + "/\(prefix):1.0"
+            try FileManager.default.createDirectory(atPath: interfaceDir, withIntermediateDirectories: true)
+            try Data(interfaceString.utf8).write(to: URL(fileURLWithPath: interfaceDir + "/interface"))
+            try Data(" 0\n".utf8).write(to: URL(fileURLWithPath: interfaceDir + "/bAlternateSetting"))
+        }
+    }
+
+    func remove(port: String) throws {
+        try FileManager.default.removeItem(atPath: root + "/" + port)
+    }
+}
+
+/// A hotplug backend driven by the test: it delivers notices the test yields.
+final class FakeBackend: HotplugBackend {
+    let notices: AsyncStream<HotplugNotice>
+    private let continuation: AsyncStream<HotplugNotice>.Continuation
+
+    init() {
+        (notices, continuation) = AsyncStream.makeStream(of: HotplugNotice.self, bufferingPolicy: .unbounded)
+    }
+
+    var version: String { "fake" }
+
+    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? { notices }
+
+    func stopMonitoring() { continuation.finish() }
+
+    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> LibUSBDeviceHandle {
+        throw AccessoryError(.notFound, "the fake backend opens nothing")
+    }
+
+    func send(_ kind: HotplugNotice.Kind, bus: Int, address: Int, port: String, vendor: UInt16, product: UInt16) {
+        let ports = port.split(separator: "-").last!.split(separator: ".").map { UInt8($0)! }
+        let device = USBDeviceDescriptor(
+            bcdUSB: 0x0200, deviceClass: 0, deviceSubclass: 0, deviceProtocol: 0, maxPacketSize0: 64, vendor: vendor,
+            product: product, bcdDevice: 0x0100, manufacturerIndex: 1, productIndex: 2, serialNumberIndex: 3,
+            configurationCount: 1)
+        continuation.yield(HotplugNotice(
+            kind: kind, device: LibUSBDeviceRecord(bus: bus, address: address, portNumbers: ports, device: device)))
+    }
+}
