@@ -24,8 +24,35 @@ final class LibUSBContext: @unchecked Sendable {
     }
 
     deinit {
+        if Self.exitFreesHubsEarly {
+            // libusb 1.0.26's usbi_hotplug_exit (called by libusb_exit) unlinks a device's
+            // parent from the device list when the parent's reference count is 1, even when
+            // the parent was unlinked already (it left while a child stayed listed): a
+            // list_del on a dead node, which crashed `accessoryctl watch` at shutdown.
+            // Holding one more reference on every listed device and on each of its parents
+            // keeps all of them out of that path. libusb_exit then detaches them from the
+            // context; the cost is leaking those few device structs once, at teardown.
+            var list: UnsafeMutablePointer<OpaquePointer?>?
+            let count = libusb_get_device_list(raw, &list)
+            if count >= 0, let list {
+                for i in 0..<count {
+                    var parent = list[i].flatMap { libusb_get_parent($0) }
+                    while let p = parent {
+                        _ = libusb_ref_device(p)
+                        parent = libusb_get_parent(p)
+                    }
+                }
+                libusb_free_device_list(list, 0)
+            }
+        }
         libusb_exit(raw)
     }
+
+    /// Whether this libusb has the `usbi_hotplug_exit` use-after-free (before 1.0.27).
+    private static let exitFreesHubsEarly: Bool = {
+        let v = libusb_get_version().pointee
+        return (v.major, v.minor, v.micro) < (1, 0, 27)
+    }()
 
     /// Whether this libusb can report hotplug events on this platform.
     var hasHotplug: Bool { libusb_has_capability(UInt32(LIBUSB_CAP_HAS_HOTPLUG.rawValue)) != 0 }

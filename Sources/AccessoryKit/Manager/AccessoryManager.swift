@@ -84,6 +84,7 @@ public actor AccessoryManager {
     private var entries: [ConnectionID: Entry] = [:]
     private var subscribers: [UInt64: AsyncStream<AccessoryEvent>.Continuation] = [:]
     private var nextSubscriber: UInt64 = 0
+    private var monitorTaps: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
     private var isShutDown = false
     private var lastUptime: SystemUptime
     private var monitorTask: Task<Void, Never>?
@@ -217,9 +218,39 @@ public actor AccessoryManager {
         deliver(registry.shutdown(), infos: [:])
         for continuation in subscribers.values { continuation.finish() }
         subscribers.removeAll()
+        for continuation in monitorTaps.values { continuation.finish() }
+        monitorTaps.removeAll()
         await monitorTask?.value
         await timerTask?.value
         logger.info("stopped")
+    }
+
+    /// A new stream of the monitor's own view, for recording traces: first a `.snapshot`
+    /// of the accessories connected now, then every hotplug `add` and `remove` as it is
+    /// applied, a `.snapshot` of the OS truth at every reconcile, and `.sleep`/`.wake` when a
+    /// system sleep is detected. Hidden devices (hubs, unsupported protocols) are left out.
+    public func monitorEvents() -> AsyncStream<HotplugEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: HotplugEvent.self, bufferingPolicy: .unbounded)
+        guard !isShutDown else {
+            continuation.finish()
+            return stream
+        }
+        continuation.yield(.snapshot(connectedAccessories.map(\.descriptor)))
+        let id = nextSubscriber
+        nextSubscriber += 1
+        monitorTaps[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeMonitorTap(id) }
+        }
+        return stream
+    }
+
+    private func removeMonitorTap(_ id: UInt64) {
+        monitorTaps[id] = nil
+    }
+
+    private func tap(_ event: HotplugEvent) {
+        for continuation in monitorTaps.values { continuation.yield(event) }
     }
 
     // MARK: Internal API for sessions
@@ -291,6 +322,7 @@ public actor AccessoryManager {
     }
 
     private func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil) {
+        if arrival.map(isVisible) ?? true { tap(event) }
         let update = registry.apply(event)
         deliver(update.events, infos: arrival.map { [$0.descriptor: $0] } ?? [:])
         if let suspicion = update.suspicion {
@@ -381,6 +413,8 @@ public actor AccessoryManager {
             logger.notice("the system slept for about \(slept); reconciling")
             _ = registry.apply(.sleep)
             _ = registry.apply(.wake)
+            tap(.sleep)
+            tap(.wake)
             reconcile(.wake)
         } else {
             reconcile(.periodic)
@@ -398,6 +432,7 @@ public actor AccessoryManager {
             return Reconciler.Report.none
         }
         var report = Reconciler().reconcile(&registry, against: scan.devices.map(\.descriptor))
+        if !monitorTaps.isEmpty { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
         if let (id, operation) = noDevice {
             // Say what was seen: the session's operation found the device gone.
             report.events = report.events.map { event in

@@ -1,0 +1,23 @@
+import ArgumentParser
+import Logging
+
+/// Options every live command shares.
+struct GlobalOptions: ParsableArguments {
+    @Flag(name: .shortAndLong, help: "Log what the manager does to stderr (twice for trace level).")
+    var verbose: Int
+
+    @Option(help: "Seconds between periodic reconciles with sysfs.")
+    var reconcileInterval: Double = 2
+
+    /// Sends swift-log output to stderr, at notice level, or lower with --verbose.
+    func bootstrapLogging() {
+        let level: Logger.Level = verbose >= 2 ? .trace : verbose == 1 ? .debug : .notice
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    var interval: Duration { .milliseconds(Int64((max(reconcileInterval, 0.05) * 1000).rounded())) }
+}

@@ -1,0 +1,65 @@
+import AccessoryCore
+import AccessoryKit
+import ArgumentParser
+import Foundation
+
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print a line for every accessory connected now, then every connect and disconnect, with reasons.",
+        discussion: """
+            Runs until Ctrl-C or SIGTERM, then shuts the manager down (each accessory is reported \
+            disconnected with reason shutdown) and exits 0. Output is flushed line by line; when \
+            the reader of the pipe goes away, the next write ends the tool quietly.
+
+            Examples:
+              accessoryctl watch
+              accessoryctl watch --json | jq -c 'select(.notification == "disconnected")'
+              accessoryctl watch --json | head -1
+            """)
+
+    @Flag(help: "Print the notification lines of TRACE-FORMAT.md's replay output.")
+    var json = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        global.bootstrapLogging()
+        OutputStream.ignoreSigpipe()
+        let signals = TerminationSignals.catchAll()
+        let manager: AccessoryManager
+        do {
+            manager = try await AccessoryManager(configuration: .init(reconcileInterval: global.interval))
+        } catch {
+            note("error: \(error)")
+            throw ExitCode(1)
+        }
+        let events = await manager.events(includingCurrent: true)
+        let json = self.json
+        let printer = Task {
+            let out = OutputStream(fd: 1, lineBuffered: true)
+            let style = TerminalStyle(fd: 1)
+            if !json { out.writeLine(style.bold("TIME          " + EventText.header)) }
+            for await event in events {
+                if json {
+                    out.writeLine(ReplayOutput.line(for: event))
+                } else {
+                    out.writeLine(EventText.line(event, style: style, prefix: Self.clock() + "  "))
+                }
+            }
+        }
+        for await _ in signals { break }
+        await manager.shutdown()
+        await printer.value
+    }
+
+    /// The wall-clock time of day, `HH:MM:SS.mmm`.
+    static func clock() -> String {
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        var t = time_t(tv.tv_sec)
+        var parts = tm()
+        localtime_r(&t, &parts)
+        return String(format: "%02d:%02d:%02d.%03d", parts.tm_hour, parts.tm_min, parts.tm_sec, Int(tv.tv_usec / 1000))
+    }
+}
