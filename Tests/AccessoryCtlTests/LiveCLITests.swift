@@ -1,0 +1,121 @@
+import AccessoryCore
+import Foundation
+import Testing
+
+/// The live commands under accessory-sim. They share the simulator, so they run one at a time.
+@Suite("accessoryctl live commands (accessory-sim)", .serialized,
+       .enabled(if: Simulator.isActive, "needs accessory-sim: run scripts/test"))
+struct LiveCLITests {
+    static let interval = ["--reconcile-interval", "0.3"]
+
+    @Test("watch prints present accessories, then plug and unplug, and exits 0 on SIGINT and SIGTERM",
+          arguments: [SIGINT, SIGTERM])
+    func watchStopsCleanly(signal: Int32) throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let watch = try Background(CLI.accessoryctl, ["watch", "--json"] + Self.interval, in: dir)
+        #expect(watch.waitForOutput { $0.contains("\"serial\":\"SN1\"") })
+        let added = try Simulator.plug("1209:0007:SN7")
+        #expect(watch.waitForOutput { $0.contains("\"serial\":\"SN7\"") })
+        try Simulator.ctl("unplug", added)
+        #expect(watch.waitForOutput { $0.contains("\"reason\":\"unplugged\"") })
+        #expect(watch.stop(with: signal) == 0, "\(watch.stderr)")
+        let lines = watch.stdout.split(separator: "\n")
+        #expect(lines.allSatisfy { $0.hasPrefix("{\"notification\":") })
+        #expect(lines.filter { $0.contains("\"reason\":\"shutdown\"") }.count == 2)
+    }
+
+    @Test("record leaves a complete, valid trace with every event seen, on SIGINT and SIGTERM",
+          arguments: [SIGINT, SIGTERM])
+    func recordStopsCleanly(signal: Int32) throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let trace = dir.appendingPathComponent("rec.jsonl").path
+        let record = try Background(CLI.accessoryctl, ["record", trace] + Self.interval, in: dir)
+        usleep(800_000)
+        let added = try Simulator.plug("1209:0008:SN8")
+        usleep(400_000)
+        try Simulator.ctl("unplug", added)
+        usleep(400_000)
+        #expect(record.stop(with: signal) == 0, "\(record.stderr)")
+        let contents = try TraceReader.readAll(path: trace)
+        #expect(contents.warnings.isEmpty)
+        #expect(contents.header?.source == "accessoryctl record")
+        let adds = contents.records.filter { if case .added(let d) = $0.event { d.serial == "SN8" } else { false } }
+        let removes = contents.records.filter { if case .removed(let r) = $0.event { "\(r.bus):\(r.address ?? 0)" == added } else { false } }
+        #expect(adds.count == 1)
+        #expect(removes.count == 1)
+        #expect(adds.first?.event.descriptor?.manufacturer == "Example")
+        #expect(adds.first?.event.descriptor?.protocols == ["org.example.loopback"])
+        // The last record is the truth at the end: the two start-up accessories.
+        guard case .snapshot(let last) = contents.records.last?.event else {
+            Issue.record("the trace does not end with a snapshot")
+            return
+        }
+        #expect(Set(last.compactMap(\.serial)) == ["SN1", "SN2"])
+        let replay = try CLI.ctl("replay", trace, "--json")
+        #expect(replay.status == 0)
+    }
+
+    @Test("After SIGKILL, the trace reads back; a cut last line is only a warning")
+    func recordSurvivesSIGKILL() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let trace = dir.appendingPathComponent("killed.jsonl").path
+        let record = try Background(CLI.accessoryctl, ["record", trace] + Self.interval, in: dir)
+        usleep(700_000)
+        let added = try Simulator.plug("1209:0009:SN9")
+        usleep(300_000)
+        _ = record.stop(with: SIGKILL)
+        try Simulator.ctl("unplug", added)
+        let whole = try TraceReader.readAll(path: trace)
+        #expect(whole.records.count >= 2)
+        // Simulate the kill landing mid-write: cut the last line short.
+        let data = try Data(contentsOf: URL(fileURLWithPath: trace))
+        try data.dropLast(7).write(to: URL(fileURLWithPath: trace))
+        let cut = try TraceReader.readAll(path: trace)
+        #expect(cut.warnings.count == 1)
+        #expect(cut.records.count == whole.records.count - 1)
+        let replay = try CLI.ctl("replay", trace)
+        #expect(replay.status == 0)
+        #expect(replay.stderr.contains("warning:"))
+    }
+
+    @Test("watch --json | head -1 ends quietly at the next event, with no crash and no message")
+    func watchIntoHead() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = "'\(CLI.accessoryctl)' watch --json --reconcile-interval 0.3 | head -1; echo \"status=${PIPESTATUS[0]}\""
+        let shell = try Background("/bin/bash", ["-c", script], in: dir)
+        #expect(shell.waitForOutput { $0.contains("notification") }, "head sees the first line at once")
+        usleep(300_000)
+        let added = try Simulator.plug("1209:000a:SNA")
+        let status = shell.waitForExit(timeout: 10)
+        try Simulator.ctl("unplug", added)
+        #expect(status == 0)
+        let out = shell.stdout
+        #expect(out.contains("status=0") || out.contains("status=141"), "\(out)")
+        #expect(shell.stderr.isEmpty, "\(shell.stderr)")
+    }
+
+    @Test("Shutdown after a parent port left before its child does not crash (libusb 1.0.26 workaround)")
+    func parentLeftBeforeChild() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let parent = try Simulator.plug("1209:000b:SNB", port: "1-9")
+        let child = try Simulator.plug("1209:000c:SNC", port: "1-9.4")
+        let watch = try Background(CLI.accessoryctl, ["watch", "--json"] + Self.interval, in: dir)
+        #expect(watch.waitForOutput { $0.contains("SNC") })
+        try Simulator.ctl("unplug", parent)
+        #expect(watch.waitForOutput { $0.contains("\"serial\":\"SNB\",\"reason\"") })
+        #expect(watch.stop(with: SIGINT) == 0, "\(watch.stderr)")
+        try Simulator.ctl("unplug", child)
+    }
+}
+
+extension HotplugEvent {
+    var descriptor: AccessoryDescriptor? {
+        if case .added(let d) = self { return d }
+        return nil
+    }
+}
