@@ -119,3 +119,20 @@ extension HotplugEvent {
         return nil
     }
 }
+
+extension LiveCLITests {
+    @Test("doctor exits 0 under the simulator, names the udev rule, and sees a kernel driver")
+    func doctor() throws {
+        let r = try CLI.ctl("doctor")
+        #expect(r.status == 0, "\(r.stdout)")
+        #expect(r.stdout.contains("libusb 1.0"))
+        #expect(r.stdout.contains("/dev/bus/usb/001/"))
+        #expect(r.stdout.contains("accessoryctl udev-rule --vendor 1209 --product 0001"))
+        let added = try Simulator.plug("1209:000d:SND")
+        defer { _ = try? Simulator.ctl("unplug", added) }
+        try Simulator.ctl("kernel-driver", added, "0", "cdc_acm")
+        let withDriver = try CLI.ctl("doctor")
+        #expect(withDriver.status == 0, "a kernel driver is a warning, not a block")
+        #expect(withDriver.stdout.contains("held by the kernel driver cdc_acm"))
+    }
+}

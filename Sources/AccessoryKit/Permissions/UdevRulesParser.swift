@@ -15,9 +15,11 @@ public struct UdevRulesParser: Sendable {
         public var line: Int
         public var pairs: [Assignment]
 
-        /// Whether the rule's `==` / `!=` matches on the keys this parser understands hold for
-        /// a USB device with these IDs. Other match keys are taken to hold.
+        /// Whether the rule certainly matches a USB device with these IDs: it must name the
+        /// vendor, and every `==` / `!=` condition must be one this parser can evaluate
+        /// (SUBSYSTEM, ATTR{idVendor}, ATTR{idProduct}, ENV{DEVTYPE}, ACTION) and hold.
         public func matches(vendor: String, product: String) -> Bool {
+            guard pairs.contains(where: { ($0.key == "ATTR" || $0.key == "ATTRS") && $0.attribute == "idVendor" }) else { return false }
             for p in pairs where p.op == "==" || p.op == "!=" {
                 let actual: String?
                 switch (p.key, p.attribute) {
@@ -28,7 +30,7 @@ public struct UdevRulesParser: Sendable {
                 case ("ACTION", nil): actual = "add"
                 default: actual = nil
                 }
-                guard let actual else { continue }
+                guard let actual else { return false }
                 let hit = p.value.split(separator: "|").contains { UdevRulesParser.glob(String($0), actual) }
                 if hit != (p.op == "==") { return false }
             }

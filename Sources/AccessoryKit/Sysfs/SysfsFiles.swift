@@ -19,6 +19,16 @@ enum SysfsFiles {
         return names
     }
 
+    /// The last path component of a symlink's target (such as a driver's name); `nil` when
+    /// `path` is not a symlink.
+    static func linkTarget(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let target = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return target.split(separator: "/").last.map(String.init)
+    }
+
     /// Whether `path` exists.
     static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0

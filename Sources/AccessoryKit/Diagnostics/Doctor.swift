@@ -1,0 +1,138 @@
+import AccessoryCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Checks whether this user can use USB accessories here, and says how to fix what blocks it.
+public struct Doctor: Sendable {
+    /// One finding.
+    public struct Finding: Hashable, Sendable {
+        public enum Severity: Int, Comparable, Sendable {
+            case ok, note, warning, problem
+            public static func < (a: Severity, b: Severity) -> Bool { a.rawValue < b.rawValue }
+        }
+        public var severity: Severity
+        public var subject: String
+        public var message: String
+        /// What to do about it, for warnings and problems.
+        public var fix: String?
+    }
+
+    public var sysfsRoot: String
+    public var deviceRoot: String
+    public var rulesDirectories: [String]
+
+    public init(
+        sysfsRoot: String = SysfsScanner.defaultRoot, deviceRoot: String = "/dev/bus/usb",
+        rulesDirectories: [String] = ["/etc/udev/rules.d", "/run/udev/rules.d", "/usr/lib/udev/rules.d", "/lib/udev/rules.d"]
+    ) {
+        self.sysfsRoot = sysfsRoot
+        self.deviceRoot = deviceRoot
+        self.rulesDirectories = rulesDirectories
+    }
+
+    /// Runs every check.
+    public func run() -> [Finding] {
+        var findings: [Finding] = []
+        if let error = LibUSBInfo.startError() {
+            findings.append(Finding(severity: .problem, subject: "libusb", message: "libusb \(LibUSBInfo.version) cannot start: \(error)",
+                                    fix: "install libusb-1.0-0 and check that /dev/bus/usb is present"))
+        } else {
+            findings.append(Finding(severity: .ok, subject: "libusb", message: "libusb \(LibUSBInfo.version), hotplug \(LibUSBInfo.hasHotplug ? "available" : "not available")"))
+            if !LibUSBInfo.hasHotplug {
+                findings.append(Finding(severity: .warning, subject: "hotplug", message: "libusb has no hotplug support here; changes are found by periodic reconciles only",
+                                        fix: "use a libusb built with udev or netlink support"))
+            }
+        }
+        let usbfs = SysfsFiles.exists(deviceRoot)
+        findings.append(usbfs
+            ? Finding(severity: .ok, subject: "usbfs", message: "\(deviceRoot) is present")
+            : Finding(severity: .problem, subject: "usbfs", message: "\(deviceRoot) is missing: no USB device can be opened",
+                      fix: "on a VM or container, pass the USB devices through (for example `--device /dev/bus/usb`); on a host, check that devtmpfs is mounted"))
+        let scan = SysfsScanner(root: sysfsRoot).scan()
+        if let note = scan.note {
+            findings.append(Finding(severity: .note, subject: "sysfs", message: note))
+        }
+        let rules = loadRules(into: &findings)
+        if scan.devices.isEmpty {
+            findings.append(Finding(severity: .note, subject: "accessories", message: "no USB accessories are connected"))
+        }
+        for info in scan.devices {
+            findings += check(info, rules: rules)
+        }
+        return findings
+    }
+
+    /// Whether the findings leave accessories usable (warnings do not block).
+    public static func isUsable(_ findings: [Finding]) -> Bool {
+        !findings.contains { $0.severity == .problem }
+    }
+
+    private struct RuleFile {
+        var path: String
+        var rules: [UdevRulesParser.Rule]
+    }
+
+    private func loadRules(into findings: inout [Finding]) -> [RuleFile] {
+        var files: [RuleFile] = []
+        var seen = Set<String>()  // as udev does: /etc overrides /run overrides /usr/lib by file name
+        for dir in rulesDirectories {
+            for name in (SysfsFiles.list(dir) ?? []).sorted() where name.hasSuffix(".rules") && seen.insert(name).inserted {
+                let path = dir + "/" + name
+                guard let bytes = SysfsFiles.read(path, limit: 1 << 20) else { continue }
+                do {
+                    files.append(RuleFile(path: path, rules: try UdevRulesParser().parse(String(decoding: bytes, as: UTF8.self))))
+                } catch {
+                    if name == UdevRule.fileName {
+                        findings.append(Finding(severity: .warning, subject: path, message: "syntax error at \(error)",
+                                                fix: "regenerate it with `accessoryctl udev-rule`"))
+                    }
+                }
+            }
+        }
+        return files
+    }
+
+    private func check(_ info: USBDeviceInfo, rules: [RuleFile]) -> [Finding] {
+        let d = info.descriptor
+        let subject = "\(d.vendorProduct) \(d.name ?? "") on \(d.port)".replacingDoubleSpaces()
+        var findings: [Finding] = []
+        let hint = d.vendor.flatMap { try? UdevRule(vendor: $0, product: d.product).installHint }
+        if let node = info.devicePath {
+            if access(node, F_OK) != 0 {
+                findings.append(Finding(severity: .problem, subject: subject, message: "its device node \(node) is missing",
+                                        fix: "check that usbfs and devtmpfs are mounted"))
+            } else if access(node, R_OK | W_OK) != 0 {
+                findings.append(Finding(severity: .problem, subject: subject, message: "no permission to open \(node)",
+                                        fix: hint.map { "install a udev rule: \($0)" }))
+            } else {
+                findings.append(Finding(severity: .ok, subject: subject, message: "\(node) can be opened"))
+            }
+        }
+        let matching = rules.flatMap { file in
+            file.rules.filter { $0.grantsAccess && $0.matches(vendor: d.vendor.map(Hex.four) ?? "", product: d.product.map(Hex.four) ?? "") }
+                .map { "\(file.path):\($0.line)" }
+        }
+        if matching.isEmpty {
+            findings.append(Finding(severity: .warning, subject: subject, message: "no udev rule grants access to it (fine as root)",
+                                    fix: hint.map { "for use without root: \($0)" }))
+        } else {
+            findings.append(Finding(severity: .ok, subject: subject, message: "udev rules that apply: \(matching.joined(separator: ", "))"))
+        }
+        for interface in info.configuration?.interfaces ?? [] where interface.alternate == 0 {
+            let path = "\(sysfsRoot)/\(d.port)/\(d.port):\(info.configuration?.value ?? 1).\(interface.number)/driver"
+            if let driver = SysfsFiles.linkTarget(path) {
+                findings.append(Finding(severity: .warning, subject: subject,
+                                        message: "interface \(interface.number) is held by the kernel driver \(driver)",
+                                        fix: "open it with `detachKernelDriver: true` (accessoryctl open --detach-kernel-driver)"))
+            }
+        }
+        return findings
+    }
+}
+
+extension String {
+    fileprivate func replacingDoubleSpaces() -> String {
+        split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+    }
+}
