@@ -42,7 +42,9 @@ let package = Package(
             ]),
         // Virtual accessories: a umockdev testbed that runs a command under it (C).
         .executableTarget(name: "accessory-sim", dependencies: ["CUmockdev"]),
-        .executableTarget(name: "AccessoryBench", dependencies: ["AccessoryCore", "AccessoryKit"]),
+        .executableTarget(
+            name: "AccessoryBench",
+            dependencies: ["AccessoryCore", "AccessoryKit", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore"]),
         .testTarget(name: "AccessoryKitTests", dependencies: ["AccessoryKit", "AccessoryCore"]),
         .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore"]),
