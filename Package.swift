@@ -45,6 +45,12 @@ let package = Package(
         .executableTarget(
             name: "AccessoryBench",
             dependencies: ["AccessoryCore", "AccessoryKit", .product(name: "Logging", package: "swift-log")]),
+        // libFuzzer targets (see scripts/fuzz). Built normally, each replays files given as
+        // arguments through its entry point.
+        .target(name: "FuzzSupport", path: "Sources/FuzzSupport"),
+        .executableTarget(name: "FuzzTraceReader", dependencies: ["AccessoryCore", "FuzzSupport"]),
+        .executableTarget(name: "FuzzUdevadmImporter", dependencies: ["AccessoryCore", "FuzzSupport"]),
+        .executableTarget(name: "FuzzDescriptorParser", dependencies: ["AccessoryCore", "FuzzSupport"]),
         .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore"]),
         .testTarget(name: "AccessoryKitTests", dependencies: ["AccessoryKit", "AccessoryCore"]),
         .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore"]),
