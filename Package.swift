@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "accessoryctl", targets: ["accessoryctl"]),
         .executable(name: "accessory-sim", targets: ["accessory-sim"]),
         .executable(name: "accessory-bench", targets: ["AccessoryBench"]),
+        .executable(name: "accessory-example", targets: ["AccessoryExample"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -45,6 +46,8 @@ let package = Package(
         .executableTarget(
             name: "AccessoryBench",
             dependencies: ["AccessoryCore", "AccessoryKit", .product(name: "Logging", package: "swift-log")]),
+        // The Getting-started example: watch, open a session, handle a disconnection.
+        .executableTarget(name: "AccessoryExample", dependencies: ["AccessoryKit", "AccessoryCore"]),
         // libFuzzer targets (see scripts/fuzz). Built normally, each replays files given as
         // arguments through its entry point.
         .target(name: "FuzzSupport", path: "Sources/FuzzSupport"),

@@ -1,14 +1,26 @@
 import Foundation
+import Logging
 
 /// `accessory-bench`: the project's benchmarks, each side by side with its baseline in one run.
 ///
 ///     accessory-bench replay [--events N] [--devices N] [--runs N]
+///     accessory-bench hotplug [--cycles N]            (under accessory-sim)
+///     accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
 @main
 struct AccessoryBench {
-    static func main() throws {
+    static func main() async throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .warning
+            return handler
+        }
         var args = Array(CommandLine.arguments.dropFirst())
         guard let what = args.first else {
-            print("usage: accessory-bench replay [--events N] [--devices N] [--snapshot-interval N] [--runs N]")
+            print("""
+                usage: accessory-bench replay [--events N] [--devices N] [--snapshot-interval N] [--runs N]
+                       accessory-bench hotplug [--cycles N]      (under accessory-sim)
+                       accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
+                """)
             exit(64)
         }
         args.removeFirst()
@@ -26,6 +38,14 @@ struct AccessoryBench {
                 snapshotInterval: option("--snapshot-interval", 1000), runs: option("--runs", 3))
             print(ReplayBenchmark.header)
             for row in try bench.run(in: dir) { print(row) }
+        case "hotplug":
+            let c = ProcessInfo.processInfo.environment["BENCH_C_DIR"].map { $0 + "/hotplug_latency" } ?? "\(bin.path)/../bench/hotplug_latency"
+            for row in try await HotplugBenchmark(cClient: c, cycles: option("--cycles", 200)).run() { print(row) }
+        case "list":
+            for row in try ListBenchmark(accessoryctl: accessoryctl, devices: option("--devices", 32), runs: option("--runs", 30)).run() { print(row) }
+        case "session":  // under accessory-sim; C client from benchmarks/c/build.sh
+            let c = ProcessInfo.processInfo.environment["BENCH_C_DIR"].map { $0 + "/bulk_echo" } ?? "\(bin.path)/../bench/bulk_echo"
+            for row in try await SessionBenchmark(cClient: c, accessoryctl: accessoryctl, megabytes: option("--megabytes", 64), pipeMegabytes: option("--pipe-megabytes", 32), roundTrips: option("--round-trips", 1000), runs: option("--runs", 5)).run() { print(row) }
         default:
             print("unknown benchmark \(what)")
             exit(64)

@@ -1,5 +1,6 @@
 internal import CLibUSB
 import AccessoryCore
+import Dispatch
 import Glibc
 
 /// Owns one open `libusb_device_handle`, and the node's file descriptor when the handle
@@ -76,8 +77,34 @@ final class LibUSBDeviceHandle: @unchecked Sendable {
     }
 
     deinit {
-        libusb_close(raw)
-        if let wrappedDescriptor { Glibc.close(wrappedDescriptor) }
+        guard LibUSBEventThread.isCurrent else {
+            Self.close(raw, wrappedDescriptor)
+            return
+        }
+        // The last reference went away in a transfer's completion callback. libusb handles
+        // events holding the lock that libusb_close takes, so close on another thread.
+        let closing = DeferredClose(handle: raw, descriptor: wrappedDescriptor, context: context)
+        DispatchQueue.global().async { closing.run() }
+    }
+
+    private static func close(_ handle: OpaquePointer, _ descriptor: Int32?) {
+        libusb_close(handle)
+        if let descriptor { Glibc.close(descriptor) }
+    }
+
+    /// A handle on its way to `libusb_close` on another thread.
+    ///
+    /// `@unchecked Sendable` is safe: the handle's owner is gone, so this is the only
+    /// reference to the pointer, and it is used once, by ``run()``. The context reference
+    /// keeps `libusb_exit` from running first.
+    private struct DeferredClose: @unchecked Sendable {
+        let handle: OpaquePointer
+        let descriptor: Int32?
+        let context: LibUSBContext
+
+        func run() {
+            withExtendedLifetime(context) { LibUSBDeviceHandle.close(handle, descriptor) }
+        }
     }
 
     /// Lends the raw handle pointer, for transfer code in this folder. It must not escape

@@ -58,7 +58,19 @@ final class LibUSBEventThread: Sendable {
         pthread_join(id, nil)
     }
 
+    /// Whether the calling thread is a libusb event thread. Completion callbacks run there,
+    /// inside libusb's event handling, where `libusb_close` must not be called.
+    static var isCurrent: Bool { pthread_getspecific(marker) != nil }
+
+    /// A thread-specific key, set (to any non-nil value) on every event thread.
+    private static let marker: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
     private func run() {
+        pthread_setspecific(Self.marker, UnsafeRawPointer(bitPattern: 1))
         var failures = 0
         while !stopRequested.load(ordering: .acquiring) {
             var timeout = Self.pollInterval

@@ -85,7 +85,11 @@ public actor AccessoryManager {
     private var subscribers: [UInt64: AsyncStream<AccessoryEvent>.Continuation] = [:]
     private var nextSubscriber: UInt64 = 0
     private var monitorTaps: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
-    private var isShutDown = false
+    private(set) var isShutDown = false
+    /// Open sessions, by connection and protocol (see AccessoryManager+Sessions.swift).
+    var sessions: [SessionKey: AccessorySession] = [:]
+    /// Numbers default session names: `session-1`, `session-2`, …
+    var sessionCounter = 0
     private var lastUptime: SystemUptime
     private var monitorTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
@@ -214,6 +218,8 @@ public actor AccessoryManager {
         isShutDown = true
         timerTask?.cancel()
         pendingReconcile?.cancel()
+        // Sessions first: closing them needs the event thread to complete their transfers.
+        await closeSessionsAtShutdown()
         backend?.stopMonitoring()
         deliver(registry.shutdown(), infos: [:])
         for continuation in subscribers.values { continuation.finish() }
@@ -347,6 +353,7 @@ public actor AccessoryManager {
                 logger.info(
                     "connected \(accessory.connectionID): \(accessory.descriptor.vendorProduct) \(accessory.physicalIdentity) on \(accessory.descriptor.port) address \(accessory.descriptor.address.map(String.init) ?? "?")")
             case .disconnected(let accessory, let reason):
+                endSessions(of: accessory.connectionID, reason: reason)
                 guard entries.removeValue(forKey: accessory.connectionID)?.visible == true else { continue }
                 if case .ghostEvicted = reason {
                     logger.notice("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")

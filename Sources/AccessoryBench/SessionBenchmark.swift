@@ -1,0 +1,312 @@
+import AccessoryCore
+import AccessoryKit
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `accessory-bench session` (under accessory-sim): bulk echo through ``AccessorySession``
+/// against a plain C libusb client (`benchmarks/c/bulk_echo.c`), side by side in one run on
+/// the same simulated loopback accessory (1209:0001).
+///
+/// - (a) echo throughput in-process: a session with one transfer in flight each way, 64 KiB
+///   at a time (sync style), and with four in flight each way (async), against
+///   `bulk_echo --sync` and `bulk_echo --async 4`, with the same sizes. Both sides time the
+///   echo loop alone and count the CPU time of their whole process during it (getrusage).
+/// - (b) whole processes: `accessoryctl open` piping a file through the accessory, against
+///   `bulk_echo --async 4` echoing as much (wall, CPU and peak RSS of each process).
+/// - (c) per-transfer overhead: 8-byte round trips, one at a time, in µs each.
+///
+/// Each figure is the median of `runs` runs (by time), ours and C's runs alternating.
+struct SessionBenchmark {
+    var cClient: String
+    var accessoryctl: String
+    /// Echo size for (a), MiB.
+    var megabytes: Int
+    /// Size piped through the processes of (b), MiB.
+    var pipeMegabytes: Int
+    /// Round trips for (c).
+    var roundTrips: Int
+    var runs: Int
+    /// `accessoryctl open --idle-timeout` in (b), seconds; included in its wall time.
+    var idleTimeout = 0.1
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    /// One measured echo.
+    struct Sample {
+        var bytes: Int
+        var seconds: Double
+        var cpu: Double
+        var transfers: Int
+        var maxRSSKiB: Int?
+
+        var megabytesPerSecond: Double { Double(bytes) / seconds / 1e6 }
+        var microsecondsPerTransfer: Double { seconds / Double(max(transfers, 1)) * 1e6 }
+        var cpuMicrosecondsPerTransfer: Double { cpu / Double(max(transfers, 1)) * 1e6 }
+    }
+
+    func run() async throws -> [String] {
+        guard ProcessInfo.processInfo.environment["ACCESSORY_SIM_SOCKET"] != nil else {
+            throw Failure(description: "run it under accessory-sim: accessory-sim --accessory 1209:0001:SN1 -- accessory-bench session")
+        }
+        guard FileManager.default.isExecutableFile(atPath: cClient) else {
+            throw Failure(description: "no C client at \(cClient); build it with benchmarks/c/build.sh (or set BENCH_C_DIR)")
+        }
+        let size = megabytes << 20
+        let chunk = 64 * 1024
+
+        // (b) first, while this process is small: a child's peak RSS, as wait4 reports it,
+        // includes what its parent had mapped when it was spawned.
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory())
+        let input = dir.appendingPathComponent("session-bench-\(pipeMegabytes)m.bin").path
+        let output = dir.appendingPathComponent("session-bench-out.bin").path
+        _ = Self.spawn(["head", "-c", "\(pipeMegabytes << 20)", "/dev/urandom"], stdin: "/dev/null", stdout: input)
+        defer {
+            try? FileManager.default.removeItem(atPath: input)
+            try? FileManager.default.removeItem(atPath: output)
+        }
+        let (ctl, cProcess) = try interleaved({
+            let m = Self.spawn(
+                [accessoryctl, "open", "1209:0001", "--protocol", "org.example.loopback", "--idle-timeout", String(idleTimeout)],
+                stdin: input, stdout: output)
+            let echoed = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? NSNumber)?.intValue ?? -1
+            guard m.status == 0, echoed == pipeMegabytes << 20 else {
+                throw Failure(description: "accessoryctl open exited \(m.status) after echoing \(echoed) bytes")
+            }
+            return Sample(bytes: echoed, seconds: m.wall, cpu: m.cpu, transfers: echoed / chunk, maxRSSKiB: m.maxRSSKiB)
+        }, {
+            let m = Self.spawn([cClient, "--async", "4", "--size", "\(pipeMegabytes << 20)", "--chunk", "\(chunk)"], stdin: "/dev/null", stdout: output)
+            guard m.status == 0 else { throw Failure(description: "bulk_echo exited \(m.status)") }
+            return Sample(bytes: pipeMegabytes << 20, seconds: m.wall, cpu: m.cpu, transfers: (pipeMegabytes << 20) / chunk, maxRSSKiB: m.maxRSSKiB)
+        })
+
+        // (a) and (c), in process; each run of ours is followed by one of C's, so that drift
+        // in the simulator's speed hits both alike.
+        let data = Self.randomBytes(size)
+        let manager = try await AccessoryManager()
+        guard let accessory = await manager.connectedAccessories.first(where: { $0.descriptor.vendor == 0x1209 && $0.descriptor.product == 0x0001 }) else {
+            await manager.shutdown()
+            throw Failure(description: "no accessory 1209:0001 under the simulator")
+        }
+        let (sync, cSync) = try await interleaved(
+            { try await Self.echoSync(manager, accessory, data, chunk: chunk) },
+            { try cEcho(["--sync", "--size", "\(size)", "--chunk", "\(chunk)"]) })
+        let (async4, cAsync4) = try await interleaved(
+            { try await Self.echoAsync(manager, accessory, data, depth: 4, chunk: chunk) },
+            { try cEcho(["--async", "4", "--size", "\(size)", "--chunk", "\(chunk)"]) })
+        let small = Self.randomBytes(8 * roundTrips)
+        let (tiny, cTiny) = try await interleaved(
+            { try await Self.echoSync(manager, accessory, small, chunk: 8) },
+            { try cEcho(["--sync", "--size", "\(8 * roundTrips)", "--transfer-size", "8"]) })
+        await manager.shutdown()
+
+        var rows: [String] = []
+        rows.append("### (a) Echo throughput, in process, \(megabytes) MiB in 64 KiB transfers (median of \(runs))")
+        rows.append("")
+        rows.append("| mode | client | seconds | MB/s | CPU s | throughput ÷ C | CPU ÷ C |")
+        rows.append("|---|---|---:|---:|---:|---:|---:|")
+        for (mode, ours, c, cName) in [
+            ("sync (1 in flight)", sync, cSync, "C bulk_echo --sync"), ("async, depth 4", async4, cAsync4, "C bulk_echo --async 4"),
+        ] {
+            rows.append(Self.row(mode, "AccessorySession", ours, against: c))
+            rows.append(Self.row(mode, cName, c, against: c))
+        }
+        rows.append("")
+        rows.append("### (b) Whole processes, \(pipeMegabytes) MiB echoed (median of \(runs))")
+        rows.append("")
+        rows.append("| command | wall s | MB/s | CPU s | peak RSS MiB | throughput ÷ C | CPU ÷ C |")
+        rows.append("|---|---:|---:|---:|---:|---:|---:|")
+        let openCommand = "accessoryctl open --idle-timeout \(idleTimeout) < file > file"
+        rows.append(Self.processRow(openCommand, ctl, against: cProcess))
+        var quiet = ctl
+        quiet.seconds -= idleTimeout
+        rows.append(Self.processRow("the same, less its \(idleTimeout) s idle wait", quiet, against: cProcess))
+        rows.append(Self.processRow("C bulk_echo --async 4", cProcess, against: cProcess))
+        rows.append("")
+        rows.append("### (c) Per-transfer overhead: \(roundTrips) round trips of 8 bytes, one at a time (median of \(runs))")
+        rows.append("")
+        rows.append("| client | µs per round trip | CPU µs per round trip | time ÷ C | CPU ÷ C |")
+        rows.append("|---|---:|---:|---:|---:|")
+        for (name, s) in [("AccessorySession", tiny), ("C bulk_echo --sync --transfer-size 8", cTiny)] {
+            rows.append(String(
+                format: "| %@ | %.1f | %.1f | %.2f | %.2f |", name, s.microsecondsPerTransfer, s.cpuMicrosecondsPerTransfer,
+                s.seconds / cTiny.seconds, s.cpu / cTiny.cpu))
+        }
+        rows.append("")
+        let throughput = [sync.megabytesPerSecond / cSync.megabytesPerSecond, async4.megabytesPerSecond / cAsync4.megabytesPerSecond]
+        let cpu = [sync.cpu / cSync.cpu, async4.cpu / cAsync4.cpu]
+        rows.append(String(
+            format: "Targets (a): throughput ≥ 0.95 × C: %@ (%.2f, %.2f); CPU ≤ 1.10 × C: %@ (%.2f, %.2f).",
+            throughput.allSatisfy { $0 >= 0.95 } ? "met" : "NOT met", throughput[0], throughput[1],
+            cpu.allSatisfy { $0 <= 1.10 } ? "met" : "NOT met", cpu[0], cpu[1]))
+        return rows
+    }
+
+    // MARK: In process
+
+    /// Echoes `data` one transfer at a time: write `chunk` bytes, read them back, repeat.
+    static func echoSync(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], chunk: Int) async throws -> Sample {
+        let pieces = stride(from: 0, to: data.count, by: chunk).map { Array(data[$0..<min($0 + chunk, data.count)]) }
+        let options = AccessorySession.Options(readsInFlight: 1, writesInFlight: 1, transferSize: max(chunk, 512))
+        return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-sync", options: options) { session in
+            let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
+            var offset = 0
+            for piece in pieces {
+                try await session.write(piece)
+                var got = 0
+                while got < piece.count {
+                    guard let back = try await session.read() else { throw Failure(description: "the session closed") }
+                    guard offset + got + back.count <= data.count, Self.same(back, data, at: offset + got) else {
+                        throw Failure(description: "data mismatch at byte \(offset + got)")
+                    }
+                    got += back.count
+                }
+                offset += piece.count
+            }
+            return Sample(bytes: data.count, seconds: ProcessRunner.monotonicSeconds() - t0, cpu: cpuSeconds() - c0, transfers: pieces.count)
+        }
+    }
+
+    /// Echoes `data` with `depth` transfers in flight each way: one write of everything, and
+    /// a reader running alongside.
+    static func echoAsync(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], depth: Int, chunk: Int) async throws -> Sample {
+        let options = AccessorySession.Options(readsInFlight: depth, writesInFlight: depth, transferSize: chunk)
+        return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-async", options: options) { session in
+            let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
+            async let received: Int = {
+                var offset = 0
+                while offset < data.count {
+                    guard let back = try await session.read() else { break }
+                    guard offset + back.count <= data.count, Self.same(back, data, at: offset) else {
+                        throw Failure(description: "data mismatch at byte \(offset)")
+                    }
+                    offset += back.count
+                }
+                return offset
+            }()
+            try await session.write(data)
+            let count = try await received
+            guard count == data.count else { throw Failure(description: "echoed \(count) of \(data.count) bytes") }
+            return Sample(
+                bytes: data.count, seconds: ProcessRunner.monotonicSeconds() - t0, cpu: cpuSeconds() - c0,
+                transfers: (data.count + chunk - 1) / chunk)
+        }
+    }
+
+    // MARK: Processes
+
+    /// Runs the C client and reads the echo loop's own figures from its output line.
+    func cEcho(_ arguments: [String]) throws -> Sample {
+        let out = NSTemporaryDirectory() + "/bulk_echo-\(getpid()).out"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let m = Self.spawn([cClient] + arguments, stdin: "/dev/null", stdout: out)
+        let line = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        var fields: [String: String] = [:]
+        for word in line.split(whereSeparator: \.isWhitespace) {
+            let kv = word.split(separator: "=", maxSplits: 1)
+            if kv.count == 2 { fields[String(kv[0])] = String(kv[1]) }
+        }
+        guard m.status == 0, let bytes = fields["bytes"].flatMap(Int.init), let seconds = fields["seconds"].flatMap(Double.init),
+            let cpu = fields["cpu"].flatMap(Double.init), let transfers = fields["transfers"].flatMap(Int.init)
+        else { throw Failure(description: "bulk_echo \(arguments.joined(separator: " ")) failed (exit \(m.status)): \(line)") }
+        return Sample(bytes: bytes, seconds: seconds, cpu: cpu, transfers: transfers, maxRSSKiB: m.maxRSSKiB)
+    }
+
+    /// Runs `argv` with standard input and output redirected to files; measures the whole
+    /// process (wall, CPU of all its threads, peak RSS).
+    static func spawn(_ argv: [String], stdin: String, stdout: String) -> ProcessRunner.Measurement {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var cargs = argv.map { strdup($0) } + [nil]
+        defer { cargs.forEach { free($0) } }
+        let env = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { env.forEach { free($0) } }
+        var pid: pid_t = 0
+        let start = ProcessRunner.monotonicSeconds()
+        guard posix_spawnp(&pid, argv[0], &actions, nil, &cargs, env) == 0 else {
+            return ProcessRunner.Measurement(wall: 0, cpu: 0, maxRSSKiB: 0, status: 127)
+        }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let wall = ProcessRunner.monotonicSeconds() - start
+        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
+            + Double(usage.ru_stime.tv_usec) / 1e6
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return ProcessRunner.Measurement(wall: wall, cpu: cpu, maxRSSKiB: usage.ru_maxrss, status: code)
+    }
+
+    // MARK: Helpers
+
+    /// Runs `ours` then `theirs`, `runs` times, and returns the median (by time) of each.
+    func interleaved(_ ours: () async throws -> Sample, _ theirs: () throws -> Sample) async throws -> (Sample, Sample) {
+        var a: [Sample] = []
+        var b: [Sample] = []
+        for _ in 0..<max(runs, 1) {
+            a.append(try await ours())
+            b.append(try theirs())
+        }
+        return (Self.median(a), Self.median(b))
+    }
+
+    func interleaved(_ ours: () throws -> Sample, _ theirs: () throws -> Sample) throws -> (Sample, Sample) {
+        var a: [Sample] = []
+        var b: [Sample] = []
+        for _ in 0..<max(runs, 1) {
+            a.append(try ours())
+            b.append(try theirs())
+        }
+        return (Self.median(a), Self.median(b))
+    }
+
+    static func median(_ samples: [Sample]) -> Sample {
+        samples.sorted { $0.seconds < $1.seconds }[samples.count / 2]
+    }
+
+    /// Whether `chunk` equals `data` at `offset` (memcmp, as the C client checks).
+    static func same(_ chunk: [UInt8], _ data: [UInt8], at offset: Int) -> Bool {
+        chunk.withUnsafeBytes { c in
+            data.withUnsafeBytes { d in chunk.isEmpty || memcmp(c.baseAddress!, d.baseAddress! + offset, chunk.count) == 0 }
+        }
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
+            + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var rng = SplitMix64(seed: UInt64(count))
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            var i = 0
+            while i + 8 <= count {
+                raw.storeBytes(of: rng.next(), toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < count {
+                raw[i] = UInt8(truncatingIfNeeded: rng.next())
+                i += 1
+            }
+            initialized = count
+        }
+    }
+
+    static func row(_ mode: String, _ client: String, _ s: Sample, against c: Sample) -> String {
+        String(
+            format: "| %@ | %@ | %.3f | %.1f | %.3f | %.2f | %.2f |", mode, client, s.seconds, s.megabytesPerSecond, s.cpu,
+            s.megabytesPerSecond / c.megabytesPerSecond, s.cpu / c.cpu)
+    }
+
+    static func processRow(_ command: String, _ s: Sample, against c: Sample) -> String {
+        String(
+            format: "| %@ | %.3f | %.1f | %.3f | %.1f | %.2f | %.2f |", command, s.seconds, s.megabytesPerSecond, s.cpu,
+            Double(s.maxRSSKiB ?? 0) / 1024, s.megabytesPerSecond / c.megabytesPerSecond, s.cpu / c.cpu)
+    }
+}

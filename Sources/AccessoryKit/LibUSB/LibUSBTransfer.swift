@@ -1,0 +1,161 @@
+internal import CLibUSB
+import AccessoryCore
+
+/// How one transfer ended: libusb's `libusb_transfer_status`, as a Swift value.
+enum TransferStatus: Hashable, Sendable {
+    case completed
+    /// Cancelled with `libusb_cancel_transfer`; any bytes moved before still count.
+    case cancelled
+    case timedOut
+    case stall
+    case noDevice
+    case overflow
+    case error
+
+    /// The error this status means for `operation` (such as `bulk IN 0x81`), or `nil` for
+    /// `.completed`. A vanished device is reported as a ghost found by the operation; the
+    /// session turns that into its own disconnect message.
+    func error(operation: String, device: DeviceNode, timeout: Duration?) -> AccessoryError? {
+        switch self {
+        case .completed:
+            return nil
+        case .cancelled:
+            return AccessoryError(.cancelled, "\(operation) was cancelled", operation: operation)
+        case .timedOut:
+            let limit = timeout.map { " within \($0)" } ?? ""
+            return AccessoryError(.timeout, "\(operation) on \(device): the device accepted nothing\(limit)", operation: operation)
+        case .stall:
+            return AccessoryError(.stall, "\(operation) on \(device) stalled; call clearStall() to go on", operation: operation)
+        case .noDevice:
+            return AccessoryError(
+                .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
+                "the device is gone (\(device)): \(operation) returned NO_DEVICE", operation: operation)
+        case .overflow:
+            return AccessoryError(.overflow, "\(operation) on \(device): the device sent more data than asked for", operation: operation)
+        case .error:
+            return AccessoryError(.io, "\(operation) on \(device) failed (LIBUSB_TRANSFER_ERROR)", operation: operation)
+        }
+    }
+}
+
+/// Receives transfer completions.
+///
+/// Runs on the libusb event thread, inside libusb's event handling: it must not block, must
+/// not close a device and must never call user code. Taking a short lock, submitting or
+/// cancelling transfers, and resuming a continuation are fine.
+protocol TransferCompletionHandler: AnyObject, Sendable {
+    func transferCompleted(_ transfer: LibUSBTransfer, status: TransferStatus, length: Int)
+}
+
+/// One asynchronous bulk transfer on one endpoint, with its own data buffer.
+///
+/// This object is the single owner of the `libusb_transfer` and of the buffer: both are
+/// freed exactly once, in `deinit`. libusb's `user_data` points at this object without a
+/// retain, so the owner (a ``BulkPipe``) must keep it alive while it is in flight; the pipe
+/// holds every transfer it made until it has seen every submitted one complete. The transfer
+/// holds its device handle, so the handle pointer libusb keeps in it stays valid.
+///
+/// `@unchecked Sendable` is safe: the libusb structure is written (``submit(length:timeout:)``)
+/// only while the transfer is not in flight, and read by libusb and by the completion
+/// callback only while it is; the handler's lock orders the two (a submit happens under it,
+/// and the callback takes it before the transfer can be submitted again). ``sequence``,
+/// ``requestedLength`` and ``pending`` are touched only under the handler's lock. Every
+/// other stored property is immutable.
+final class LibUSBTransfer: @unchecked Sendable {
+    private let raw: UnsafeMutablePointer<libusb_transfer>
+    /// The data buffer, owned by this object. Fill it before an OUT submit; read it after an
+    /// IN completion, before the next submit.
+    let buffer: UnsafeMutableRawBufferPointer
+    let device: LibUSBDeviceHandle
+    let endpoint: UInt8
+    /// The handler outlives its transfers: it owns them.
+    unowned let handler: any TransferCompletionHandler
+    /// The endpoint's name for errors, such as `bulk IN 0x81`.
+    let operation: String
+
+    /// The submission number on this endpoint (guarded by the handler's lock).
+    var sequence: UInt64 = 0
+    /// The length of the current submission (guarded by the handler's lock).
+    var requestedLength = 0
+    /// A completion that arrived before an older transfer's (guarded by the handler's lock).
+    var pending: (status: TransferStatus, length: Int, bytes: [UInt8])?
+
+    /// Allocates a transfer and a buffer of `capacity` bytes for a bulk endpoint.
+    init(device: LibUSBDeviceHandle, endpoint: UInt8, capacity: Int, handler: any TransferCompletionHandler) throws(AccessoryError) {
+        guard let transfer = libusb_alloc_transfer(0) else {
+            throw AccessoryError(.io, "cannot allocate a libusb transfer", operation: "libusb_alloc_transfer")
+        }
+        self.raw = transfer
+        self.buffer = .allocate(byteCount: max(capacity, 1), alignment: 64)
+        self.device = device
+        self.endpoint = endpoint
+        self.handler = handler
+        self.operation = "bulk \(endpoint & 0x80 != 0 ? "IN" : "OUT") \(hexByte(endpoint))"
+        device.withUnsafeHandle { transfer.pointee.dev_handle = $0 }
+        transfer.pointee.endpoint = endpoint
+        transfer.pointee.type = UInt8(LIBUSB_TRANSFER_TYPE_BULK.rawValue)
+        transfer.pointee.buffer = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        transfer.pointee.callback = libusbTransferCallback
+        transfer.pointee.user_data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit {
+        libusb_free_transfer(raw)
+        buffer.deallocate()
+    }
+
+    /// Submits the first `length` bytes of the buffer (OUT) or asks for up to `length` bytes
+    /// (IN). Call it only while the transfer is not in flight.
+    ///
+    /// - Parameter timeout: libusb's per-transfer timeout; `nil` waits forever.
+    /// - Returns: `nil` when submitted, else the error (the transfer is then not in flight).
+    func submit(length: Int, timeout: Duration?) -> AccessoryError? {
+        precondition(length >= 0 && length <= buffer.count, "transfer length \(length) outside the buffer")
+        raw.pointee.length = Int32(length)
+        raw.pointee.timeout = timeout.map(LibUSBDeviceHandle.milliseconds) ?? 0
+        raw.pointee.flags = 0
+        raw.pointee.status = LIBUSB_TRANSFER_COMPLETED
+        raw.pointee.actual_length = 0
+        let status = libusb_submit_transfer(raw)
+        guard status != 0 else { return nil }
+        return LibUSB.error(status, operation: operation, device: device.node)
+    }
+
+    /// Asks libusb to cancel the transfer. Its completion still comes, with `.cancelled` (or
+    /// with whatever it finished with first). Cancelling a transfer that is not in flight
+    /// does nothing.
+    func cancel() {
+        _ = libusb_cancel_transfer(raw)
+    }
+
+    /// A copy of the first `length` bytes of the buffer.
+    func copyBytes(_ length: Int) -> [UInt8] {
+        guard length > 0 else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: length) { out, count in
+            out.baseAddress!.update(from: buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count: length)
+            count = length
+        }
+    }
+
+    fileprivate func complete(_ status: libusb_transfer_status, length: Int32) {
+        let mapped: TransferStatus
+        switch status {
+        case LIBUSB_TRANSFER_COMPLETED: mapped = .completed
+        case LIBUSB_TRANSFER_CANCELLED: mapped = .cancelled
+        case LIBUSB_TRANSFER_TIMED_OUT: mapped = .timedOut
+        case LIBUSB_TRANSFER_STALL: mapped = .stall
+        case LIBUSB_TRANSFER_NO_DEVICE: mapped = .noDevice
+        case LIBUSB_TRANSFER_OVERFLOW: mapped = .overflow
+        default: mapped = .error
+        }
+        handler.transferCompleted(self, status: mapped, length: Int(max(length, 0)))
+    }
+}
+
+/// The C callback of every transfer. It runs on the libusb event thread and only hands the
+/// result to the transfer's handler.
+private let libusbTransferCallback: libusb_transfer_cb_fn = { raw in
+    guard let raw, let userData = raw.pointee.user_data else { return }
+    let transfer = Unmanaged<LibUSBTransfer>.fromOpaque(userData).takeUnretainedValue()
+    transfer.complete(raw.pointee.status, length: raw.pointee.actual_length)
+}

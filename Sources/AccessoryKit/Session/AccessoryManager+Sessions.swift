@@ -1,0 +1,192 @@
+import AccessoryCore
+import Logging
+
+extension AccessoryManager {
+    /// Opens a session with an accessory in one protocol. Close it with
+    /// ``AccessorySession/close()``; a session still open at ``shutdown()`` is closed then,
+    /// with a warning naming it.
+    ///
+    /// The protocol picks the interface: a vendor-specific interface whose string descriptor
+    /// is the protocol name, else one the manager's ``Configuration/protocolTable`` declares.
+    /// The session claims it (detaching a kernel driver only when
+    /// ``AccessorySession/Options/detachKernelDriver`` asks) and starts reading at once.
+    ///
+    /// - Parameters:
+    ///   - name: a name for diagnostics and for `.busy` messages; `session-N` by default.
+    /// - Throws: ``AccessoryError``: `.notFound` when the accessory is no longer connected;
+    ///   `.protocolNotSupported`, listing what it speaks; `.busy` when a session of this
+    ///   process holds the protocol ("held by session 'X'"), when another process holds the
+    ///   interface, or when a kernel driver is bound; `.accessDenied`, naming the udev rule
+    ///   that fixes it; `.accessoryDisconnected` when the device is gone.
+    public func openSession(
+        to accessory: Accessory, protocol protocolName: String, name: String? = nil,
+        options: AccessorySession.Options = .init()
+    ) throws(AccessoryError) -> AccessorySession {
+        let label = AccessorySession.label(accessory)
+        let operation = "open session"
+        guard !isShutDown else {
+            throw AccessoryError(.sessionClosed, "the accessory manager has shut down", operation: operation)
+        }
+        guard var info = deviceInfo(for: accessory.connectionID) else {
+            throw AccessoryError(
+                .notFound, "accessory \(label) (connection \(accessory.connectionID)) is not connected", operation: operation)
+        }
+        let key = SessionKey(connection: accessory.connectionID, protocolName: protocolName)
+        if let holder = sessions[key] {
+            throw AccessoryError(
+                .busy, "\(protocolName) on accessory \(label) is held by session '\(holder.name)'", operation: operation)
+        }
+
+        var device: LibUSBDeviceHandle?
+        func openDevice() throws(AccessoryError) -> LibUSBDeviceHandle {
+            if let device { return device }
+            do {
+                let opened = try self.openDevice(accessory.connectionID)
+                device = opened
+                return opened
+            } catch {
+                guard error.code == .accessDenied, let vendor = info.descriptor.vendor else { throw error }
+                let hint = (try? UdevRule(vendor: vendor, product: info.descriptor.product))?.installHint ?? ""
+                throw AccessoryError(
+                    .accessDenied,
+                    "no permission to open \(info.devicePath ?? "the device node") of accessory \(label); install a udev rule: \(hint)",
+                    operation: error.operation, rawValue: error.rawValue)
+            }
+        }
+
+        // The protocol picks the interface: sysfs's strings first, the device's own if needed.
+        let table = configuration.protocolTable
+        var interface = table.interface(for: protocolName, in: info)
+        if interface == nil, info.configuration?.interfaces.contains(where: { $0.isVendorSpecific && $0.nameIndex != 0 && $0.name == nil }) ?? true,
+            let named = try openDevice().configurationWithInterfaceNames()
+        {
+            info.configuration = named
+            interface = table.interface(for: protocolName, in: info)
+        }
+        guard let interface else {
+            let spoken = table.protocols(for: info) ?? []
+            throw AccessoryError(
+                .protocolNotSupported,
+                "accessory \(label) does not speak \(protocolName); "
+                    + (spoken.isEmpty ? "it declares no protocol" : "it speaks \(spoken.joined(separator: ", "))"),
+                operation: operation)
+        }
+        guard let inEndpoint = interface.endpoints.first(where: { $0.transferType == .bulk && $0.direction == .in }),
+            let outEndpoint = interface.endpoints.first(where: { $0.transferType == .bulk && $0.direction == .out })
+        else {
+            throw AccessoryError(
+                .protocolNotSupported,
+                "interface \(interface.number) of accessory \(label), which carries \(protocolName), lacks a bulk IN and OUT endpoint pair",
+                operation: operation)
+        }
+
+        let handle = try openDevice()
+        let number = interface.number
+        var detached = false
+        if options.detachKernelDriver, (try? handle.isKernelDriverActive(interface: number)) == true {
+            try handle.detachKernelDriver(interface: number)
+            detached = true
+            configuration.logger.info("detached the kernel driver from interface \(number) of \(label)")
+        }
+        func undo(releasing: Bool) {
+            if releasing { try? handle.releaseInterface(number) }
+            if detached { try? handle.attachKernelDriver(interface: number) }
+        }
+        do {
+            try handle.claimInterface(number)
+        } catch {
+            undo(releasing: false)
+            if case .accessoryDisconnected = error.code { reportNoDevice(accessory.connectionID, operation: error.operation ?? "claim") }
+            guard error.code == .busy else { throw error }
+            let driverBound = (try? handle.isKernelDriverActive(interface: number)) == true
+            throw AccessoryError(
+                .busy,
+                driverBound
+                    ? "a kernel driver is bound to interface \(number) of accessory \(label); open with detachKernelDriver: true (accessoryctl open --detach-kernel-driver) to take it over"
+                    : "interface \(number) of accessory \(label) is claimed by another process",
+                operation: error.operation, rawValue: error.rawValue)
+        }
+
+        sessionCounter += 1
+        let sessionName = name ?? "session-\(sessionCounter)"
+        let pipe: BulkPipe
+        do {
+            if interface.alternate != 0 { try handle.setAlternateSetting(interface.alternate, interface: number) }
+            let id = accessory.connectionID
+            pipe = try BulkPipe(
+                device: handle,
+                configuration: .init(
+                    inEndpoint: inEndpoint.address, outEndpoint: outEndpoint.address,
+                    maxPacketSize: max(outEndpoint.packetSize, 1), inTransfers: max(options.readsInFlight, 1),
+                    outTransfers: max(options.writesInFlight, 1), transferSize: max(options.transferSize, 1),
+                    bufferCapacity: max(options.bufferCapacity, 1), sendsZeroLengthPacket: options.sendsZeroLengthPacket,
+                    writeTimeout: options.writeTimeout, sessionDescription: "session '\(sessionName)'"),
+                disconnected: { reason in AccessorySession.disconnectedError(reason, label: label) },
+                onNoDevice: { [weak self] operation in
+                    guard let self else { return }
+                    AccessorySession.reportNoDevice(self, id, operation: operation)
+                })
+        } catch {
+            undo(releasing: true)
+            throw error
+        }
+        let session = AccessorySession(
+            name: sessionName, accessory: accessory, protocolName: protocolName, options: options, interface: number,
+            inEndpoint: inEndpoint.address, outEndpoint: outEndpoint.address, maxPacketSize: max(outEndpoint.packetSize, 1),
+            manager: self, device: handle, detachedDriver: detached, pipe: pipe, logger: configuration.logger)
+        sessions[key] = session
+        pipe.startInput()
+        configuration.logger.info(
+            "opened \(session): \(protocolName) on accessory \(label), interface \(number), endpoints \(hexByte(outEndpoint.address)) and \(hexByte(inEndpoint.address))")
+        return session
+    }
+
+    /// Runs `body` with a session open, and closes the session afterwards however `body`
+    /// ends (returns, throws or is cancelled). The close is not cancellable.
+    ///
+    /// See ``openSession(to:protocol:name:options:)`` for the parameters and errors.
+    public func withSession<R: Sendable>(
+        to accessory: Accessory, protocol protocolName: String, name: String? = nil,
+        options: AccessorySession.Options = .init(), isolation: isolated (any Actor)? = #isolation,
+        _ body: (AccessorySession) async throws -> R
+    ) async throws -> R {
+        let session = try await openSession(to: accessory, protocol: protocolName, name: name, options: options)
+        let result: R
+        do {
+            result = try await body(session)
+        } catch {
+            await session.close()
+            throw error
+        }
+        await session.close()
+        return result
+    }
+
+    /// The sessions open now, in name order.
+    public var openSessions: [AccessorySession] {
+        sessions.values.sorted { $0.name < $1.name }
+    }
+
+    // MARK: Hooks for the manager
+
+    /// Ends every session on a connection that the manager has just disconnected.
+    func endSessions(of id: ConnectionID, reason: DisconnectReason) {
+        for (key, session) in sessions where key.connection == id {
+            session.connectionEnded(reason)
+        }
+    }
+
+    /// Closes the sessions still open, each with a warning that names it. Runs at shutdown,
+    /// while the event thread still completes their transfers.
+    func closeSessionsAtShutdown() async {
+        for session in openSessions {
+            configuration.logger.warning("closing session '\(session.name)' still open at shutdown")
+            session.connectionEnded(.shutdown)
+            await session.close()
+        }
+    }
+
+    func sessionDidClose(_ session: AccessorySession) {
+        if sessions[session.key] === session { sessions[session.key] = nil }
+    }
+}

@@ -1,0 +1,252 @@
+import AccessoryCore
+import Logging
+import Synchronization
+
+/// A conversation with an accessory in one protocol: `EASession` for Linux, over a claimed
+/// vendor-specific interface with one bulk IN and one bulk OUT endpoint.
+///
+/// Open one with ``AccessoryManager/withSession(to:protocol:name:options:isolation:_:)``
+/// (scoped: the session is closed however the body ends) or
+/// ``AccessoryManager/openSession(to:protocol:name:options:)`` and ``close()``.
+///
+/// ```swift
+/// try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session in
+///     try await session.write(Array("hello".utf8))
+///     for try await chunk in session.input { print(chunk) }
+/// }
+/// ```
+///
+/// - ``input`` delivers what the accessory sends, fed by several bulk IN transfers in
+///   flight, with a bounded buffer for back-pressure.
+/// - ``write(_:)`` sends bytes in transfers kept in flight, and returns once the accessory
+///   has accepted all of them.
+/// - Every failure is an ``AccessoryError``. When the accessory goes away (a transfer finds
+///   it gone, or the manager disconnects its connection ID for any reason), both directions
+///   end at once with `.accessoryDisconnected(reason)`. Cancelling a task cancels its
+///   transfers and throws `.cancelled`; the session stays usable. After ``close()``, writes
+///   throw `.sessionClosed` and the input finishes.
+/// - Only one session per accessory and protocol can be open at a time.
+public final class AccessorySession: Sendable, CustomStringConvertible {
+    /// The name given at open, for diagnostics (`session-N` by default).
+    public let name: String
+    /// The accessory, as it was when the session opened.
+    public let accessory: Accessory
+    public let protocolName: String
+    public let options: Options
+    /// The claimed interface.
+    public let interfaceNumber: UInt8
+    /// The bulk IN and OUT endpoint addresses, such as `0x81` and `0x01`.
+    public let inEndpoint: UInt8
+    public let outEndpoint: UInt8
+    /// The OUT endpoint's packet size, which decides when a zero-length packet is needed.
+    public let maxPacketSize: Int
+
+    let manager: AccessoryManager
+    let key: SessionKey
+    let pipe: BulkPipe
+    private let logger: Logger
+    private let lifecycle: Mutex<Lifecycle>
+
+    private struct Lifecycle {
+        /// The open device; `nil` once closed.
+        var device: LibUSBDeviceHandle?
+        /// Whether the session detached a kernel driver, to attach again at close.
+        var detachedDriver: Bool
+        var phase: Phase = .open
+    }
+
+    private enum Phase {
+        case open
+        /// Closing; these wait for it to finish.
+        case closing([CheckedContinuation<Void, Never>])
+        case closed
+    }
+
+    init(
+        name: String, accessory: Accessory, protocolName: String, options: Options, interface: UInt8,
+        inEndpoint: UInt8, outEndpoint: UInt8, maxPacketSize: Int, manager: AccessoryManager,
+        device: LibUSBDeviceHandle, detachedDriver: Bool, pipe: BulkPipe, logger: Logger
+    ) {
+        self.name = name
+        self.accessory = accessory
+        self.protocolName = protocolName
+        self.options = options
+        self.interfaceNumber = interface
+        self.inEndpoint = inEndpoint
+        self.outEndpoint = outEndpoint
+        self.maxPacketSize = maxPacketSize
+        self.manager = manager
+        self.key = SessionKey(connection: accessory.connectionID, protocolName: protocolName)
+        self.pipe = pipe
+        self.logger = logger
+        self.lifecycle = Mutex(Lifecycle(device: device, detachedDriver: detachedDriver))
+    }
+
+    public var description: String { "session '\(name)'" }
+
+    /// What the accessory sends. See ``Input``.
+    public var input: Input { Input(session: self) }
+
+    /// The next chunk of input, as ``input`` delivers it; `nil` once the session is closed.
+    /// An empty chunk is a zero-length packet.
+    ///
+    /// - Throws: ``AccessoryError``: `.accessoryDisconnected(reason)`; `.timeout` after
+    ///   ``Options/readTimeout``; `.cancelled` when the task is cancelled; `.stall`; `.busy`
+    ///   when another task is reading. Only a disconnection is final.
+    public func read() async throws(AccessoryError) -> [UInt8]? {
+        try await pipe.read(timeout: options.readTimeout).get()
+    }
+
+    /// Sends `bytes` and returns once the accessory has accepted all of them.
+    ///
+    /// The bytes go out in transfers of ``Options/transferSize``, with
+    /// ``Options/writesInFlight`` in flight. An empty write sends one zero-length packet.
+    /// With ``Options/sendsZeroLengthPacket``, a write whose length is a nonzero multiple of
+    /// ``maxPacketSize`` ends with a zero-length packet. Writes from several tasks take
+    /// turns and never interleave.
+    ///
+    /// - Throws: ``AccessoryError``: `.accessoryDisconnected(reason)`; `.timeout` when a
+    ///   transfer was not accepted within ``Options/writeTimeout``; `.stall`; `.cancelled`
+    ///   when the task is cancelled (its transfers are cancelled and have completed when
+    ///   this throws); `.sessionClosed`. After a failure, part of the bytes may have been
+    ///   sent.
+    public func write(_ bytes: [UInt8]) async throws(AccessoryError) {
+        try await pipe.write(bytes).get()
+    }
+
+    /// Sends `bytes`; see ``write(_:)-([UInt8])``.
+    public func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) async throws(AccessoryError) {
+        try await pipe.write(Array(bytes)).get()
+    }
+
+    /// Clears a halt (stall) on both endpoints, after letting a write in progress finish
+    /// and stopping the input (nothing is lost), then starts the input again.
+    public func clearStall() async throws(AccessoryError) {
+        try await pipe.beginClearingStall().get()
+        defer { pipe.endClearingStall() }
+        guard let device = lifecycle.withLock({ $0.device }) else {
+            throw AccessoryError(.sessionClosed, "\(self) is closed", operation: "clear stall")
+        }
+        do {
+            try device.clearHalt(endpoint: outEndpoint)
+            try device.clearHalt(endpoint: inEndpoint)
+        } catch {
+            if case .accessoryDisconnected(let reason) = error.code {
+                let ended = disconnectedError(reason)
+                pipe.fail(ended)
+                reportNoDevice(error.operation ?? "clear halt")
+                throw ended
+            }
+            throw error
+        }
+    }
+
+    /// Whether ``close()`` has finished.
+    public var isClosed: Bool {
+        lifecycle.withLock { if case .closed = $0.phase { true } else { false } }
+    }
+
+    /// Closes the session: cancels the transfers in flight and waits for them, releases the
+    /// interface and attaches again a kernel driver the session detached. A waiting read
+    /// returns `nil`; a write in progress throws `.sessionClosed`.
+    ///
+    /// Idempotent, and not cancellable: it always runs to the end. A second call waits for
+    /// the first to finish.
+    public func close() async {
+        let first: Bool? = lifecycle.withLock { l in
+            switch l.phase {
+            case .open:
+                l.phase = .closing([])
+                return true
+            case .closing: return false
+            case .closed: return nil
+            }
+        }
+        guard let first else { return }
+        guard first else {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let done: Bool = lifecycle.withLock { l in
+                    guard case .closing(var waiters) = l.phase else { return true }
+                    waiters.append(c)
+                    l.phase = .closing(waiters)
+                    return false
+                }
+                if done { c.resume() }
+            }
+            return
+        }
+
+        await pipe.close()
+        let (device, detached) = lifecycle.withLock { ($0.device, $0.detachedDriver) }
+        if let device {
+            do {
+                try device.releaseInterface(interfaceNumber)
+            } catch {
+                if case .accessoryDisconnected = error.code {} else {
+                    logger.warning("\(self): cannot release interface \(interfaceNumber): \(error)")
+                }
+            }
+            if detached {
+                do {
+                    try device.attachKernelDriver(interface: interfaceNumber)
+                } catch {
+                    if case .accessoryDisconnected = error.code {} else {
+                        logger.warning("\(self): cannot attach the kernel driver to interface \(interfaceNumber) again: \(error)")
+                    }
+                }
+            }
+        }
+        pipe.releaseTransfers()
+        await manager.sessionDidClose(self)
+        let waiters: [CheckedContinuation<Void, Never>] = lifecycle.withLock { l in
+            l.device = nil  // the last reference: libusb_close, here, off the event thread
+            defer { l.phase = .closed }
+            if case .closing(let waiters) = l.phase { return waiters }
+            return []
+        }
+        logger.debug("\(self) closed")
+        for c in waiters { c.resume() }
+    }
+
+    // MARK: Internal
+
+    /// Ends both directions because the manager disconnected this session's connection.
+    func connectionEnded(_ reason: DisconnectReason) {
+        pipe.fail(disconnectedError(reason))
+    }
+
+    func disconnectedError(_ reason: DisconnectReason) -> AccessoryError {
+        Self.disconnectedError(reason, label: Self.label(accessory))
+    }
+
+    static func disconnectedError(_ reason: DisconnectReason, label: String) -> AccessoryError {
+        let evidence = reason.evidence.map { " (\($0))" } ?? ""
+        var operation: String?
+        if case .ghostEvicted(.noDevice(let op)) = reason { operation = op }
+        return AccessoryError(
+            .accessoryDisconnected(reason), "accessory \(label) disconnected: \(reason.code)\(evidence)", operation: operation)
+    }
+
+    /// `1209:0001 SN1`: VID:PID and the serial, or the port without one.
+    static func label(_ accessory: Accessory) -> String {
+        let d = accessory.descriptor
+        return "\(d.vendorProduct) \(d.serial.flatMap { $0.isEmpty ? nil : $0 } ?? d.port)"
+    }
+
+    private func reportNoDevice(_ operation: String) {
+        Self.reportNoDevice(manager, accessory.connectionID, operation: operation)
+    }
+
+    static func reportNoDevice(_ manager: AccessoryManager, _ id: ConnectionID, operation: String) {
+        Task { await manager.reportNoDevice(id, operation: operation) }
+    }
+
+    /// Counters of the data plane, for tests.
+    var statistics: BulkPipe.Statistics { pipe.statistics }
+}
+
+/// What the manager tracks sessions by: one session per connection and protocol.
+struct SessionKey: Hashable, Sendable {
+    var connection: ConnectionID
+    var protocolName: String
+}

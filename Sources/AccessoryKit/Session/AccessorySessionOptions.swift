@@ -1,0 +1,45 @@
+extension AccessorySession {
+    /// How a session moves data. The defaults suit a high-speed bulk accessory.
+    public struct Options: Sendable, Hashable {
+        /// Bulk IN transfers kept in flight.
+        public var readsInFlight: Int
+        /// Bulk OUT transfers a write keeps in flight.
+        public var writesInFlight: Int
+        /// Bytes per transfer. IN transfers are rounded up to whole packets.
+        public var transferSize: Int
+        /// Unread input bytes after which no new IN transfer is submitted (back-pressure).
+        /// Up to `readsInFlight × transferSize` more may still arrive from transfers already
+        /// in flight.
+        public var bufferCapacity: Int
+        /// Whether a write whose length is a nonzero multiple of the OUT endpoint's packet
+        /// size ends with a zero-length packet, as protocols that delimit messages by short
+        /// packets need. (A write of zero bytes always sends a zero-length packet.)
+        public var sendsZeroLengthPacket: Bool
+        /// How long one read waits for data; `nil` waits forever. A timeout throws `.timeout`
+        /// and loses nothing: the session stays usable.
+        public var readTimeout: Duration?
+        /// How long the device may take to accept each transfer of a write (up to
+        /// `transferSize` bytes); `nil` waits forever. A write of many transfers can take
+        /// longer in total.
+        public var writeTimeout: Duration?
+        /// Whether to detach a kernel driver bound to the interface. It is attached again
+        /// when the session closes. Without this, a bound driver makes the open fail with
+        /// `.busy`.
+        public var detachKernelDriver: Bool
+
+        public init(
+            readsInFlight: Int = 4, writesInFlight: Int = 4, transferSize: Int = 64 * 1024,
+            bufferCapacity: Int = 1 << 20, sendsZeroLengthPacket: Bool = false,
+            readTimeout: Duration? = nil, writeTimeout: Duration? = nil, detachKernelDriver: Bool = false
+        ) {
+            self.readsInFlight = readsInFlight
+            self.writesInFlight = writesInFlight
+            self.transferSize = transferSize
+            self.bufferCapacity = bufferCapacity
+            self.sendsZeroLengthPacket = sendsZeroLengthPacket
+            self.readTimeout = readTimeout
+            self.writeTimeout = writeTimeout
+            self.detachKernelDriver = detachKernelDriver
+        }
+    }
+}

@@ -1,0 +1,343 @@
+import AccessoryCore
+import AccessoryKit
+import ArgumentParser
+import Foundation
+import Synchronization
+
+struct OpenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "open",
+        abstract: "Open a session with an accessory: standard input goes to it, what it sends goes to standard output.",
+        discussion: """
+            TARGET is VID:PID[:SERIAL] in hexadecimal (1209:0001, 1209:0001:SN1) or a port chain \
+            (1-1.4). The protocol picks the interface, as an iOS app's EASession does: a \
+            vendor-specific interface whose string descriptor is the protocol name.
+
+            After standard input ends, the command keeps reading until the accessory has been \
+            quiet for --idle-timeout seconds, then exits 0 (like nc -q). If the accessory goes away \
+            it exits 1 at once, saying why. SIGINT and SIGTERM close the session cleanly (the \
+            interface is released and a detached kernel driver attached again) and exit 0. When \
+            the reader of standard output goes away, the command ends quietly.
+
+            Examples:
+              echo hello | accessoryctl open 1209:0001 --protocol org.example.loopback
+              accessoryctl open 1209:0001:SN1 --protocol org.example.loopback --progress < firmware.bin > reply.bin
+              accessoryctl open 1-1.4 --protocol com.example.console --idle-timeout 0.2 --detach-kernel-driver
+            """)
+
+    @Argument(help: "The accessory: VID:PID[:SERIAL] (hex) or a port chain such as 1-1.4.")
+    var target: String
+
+    @Option(name: .customLong("protocol"), help: "The protocol to open, such as org.example.loopback.")
+    var protocolName: String
+
+    @Option(help: "A name for the session, in logs and in 'busy' messages.")
+    var name: String = "accessoryctl open"
+
+    @Flag(help: "Show bytes sent and received and the throughput on stderr.")
+    var progress = false
+
+    @Option(help: "After standard input ends, exit once the accessory has sent nothing for this many seconds (fractions allowed).")
+    var idleTimeout: Double = 1
+
+    @Flag(help: "Detach a kernel driver bound to the interface; it is attached again on exit.")
+    var detachKernelDriver = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        _ = try Target(parsing: target)
+        guard idleTimeout >= 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout must be a number of seconds, 0 or more") }
+    }
+
+    func run() async throws {
+        global.bootstrapLogging()
+        OutputStream.ignoreSigpipe()
+        let signals = TerminationSignals.catchAll()
+        let target = try Target(parsing: self.target)
+        let manager: AccessoryManager
+        do {
+            manager = try await AccessoryManager(configuration: .init(reconcileInterval: global.interval))
+        } catch {
+            note("error: \(error)")
+            throw ExitCode(1)
+        }
+        let present = await manager.connectedAccessories
+        let matching = present.filter(target.matches)
+        guard matching.count == 1, let accessory = matching.first else {
+            let list = present.map(Self.describe).joined(separator: ", ")
+            if matching.isEmpty {
+                note("error: no accessory matches \(target); " + (present.isEmpty ? "no accessory is connected" : "present: \(list)"))
+            } else {
+                note("error: \(matching.count) accessories match \(target): \(matching.map(Self.describe).joined(separator: ", ")); add the serial or give the port")
+            }
+            await manager.shutdown()
+            throw ExitCode(1)
+        }
+        let session: AccessorySession
+        do {
+            session = try await manager.openSession(
+                to: accessory, protocol: protocolName, name: name, options: .init(detachKernelDriver: detachKernelDriver))
+        } catch {
+            note("error: \(error.message)")
+            await manager.shutdown()
+            throw ExitCode(1)
+        }
+
+        let counters = Counters()
+        let outcome = await Self.pump(
+            session: session, idle: .milliseconds(Int64((idleTimeout * 1000).rounded())), signals: signals,
+            counters: counters, progress: progress)
+        await session.close()
+        await manager.shutdown()
+        if progress { counters.report(final: true) }
+        switch outcome {
+        case .failed(let error):
+            note("error: \(error.message)")
+            throw ExitCode(1)
+        case .finished, .signalled, .stdoutClosed:
+            return
+        }
+    }
+
+    static func describe(_ a: Accessory) -> String {
+        "\(a.descriptor.vendorProduct) \(a.descriptor.serial ?? "-") (\(a.descriptor.port))"
+    }
+
+    // MARK: Pumping
+
+    enum Outcome: Sendable {
+        /// Standard input ended and the accessory was quiet for the idle timeout.
+        case finished
+        case signalled
+        /// The reader of standard output went away.
+        case stdoutClosed
+        case failed(AccessoryError)
+    }
+
+    /// Runs stdin → accessory, accessory → stdout, the idle timer and the signal watch until
+    /// the first of them decides the outcome; then stops the others.
+    static func pump(
+        session: AccessorySession, idle: Duration, signals: AsyncStream<Int32>, counters: Counters, progress: Bool
+    ) async -> Outcome {
+        let (outcomes, decide) = AsyncStream.makeStream(of: Outcome.self, bufferingPolicy: .bufferingOldest(8))
+        let quiet = QuietClock()
+        let input = InputReader(fd: 0)
+
+        let reader = Task {
+            do throws(AccessoryError) {
+                while let chunk = try await session.read() {
+                    quiet.touch()
+                    if !chunk.isEmpty {
+                        guard writeAll(1, chunk) else {
+                            decide.yield(.stdoutClosed)
+                            return
+                        }
+                    }
+                    counters.received.add(chunk.count, ordering: .relaxed)
+                    quiet.touch()
+                }
+            } catch {
+                if error.code != .cancelled { decide.yield(.failed(error)) }
+            }
+        }
+        let writer = Task {
+            do {
+                for await chunk in input.chunks {
+                    try await session.write(chunk)
+                    counters.sent.add(chunk.count, ordering: .relaxed)
+                    input.consumed()
+                }
+                guard !Task.isCancelled else { return }
+                // Standard input ended: wait until the accessory has been quiet long enough.
+                quiet.touch()
+                while true {
+                    let due = quiet.last + idle
+                    if ContinuousClock.now >= due { break }
+                    try await Task.sleep(until: due, clock: .continuous)
+                }
+                decide.yield(.finished)
+            } catch let error as AccessoryError {
+                if error.code != .cancelled { decide.yield(.failed(error)) }
+            } catch {
+                // Cancelled while waiting.
+            }
+        }
+        let watcher = Task {
+            for await _ in signals {
+                decide.yield(.signalled)
+                return
+            }
+        }
+        let reporter: Task<Void, Never>? = progress ? Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                counters.report(final: false)
+            }
+        } : nil
+
+        var outcome = Outcome.finished
+        for await first in outcomes {
+            outcome = first
+            break
+        }
+        writer.cancel()
+        watcher.cancel()
+        reporter?.cancel()
+        reader.cancel()
+        if case .signalled = outcome {
+            // A stalled reader of standard output must not keep us from exiting.
+        } else {
+            await reader.value
+        }
+        return outcome
+    }
+
+    /// Writes all of `bytes` with write(2). Returns false when the reader has gone (EPIPE).
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false  // EPIPE, or any other failure of standard output
+                }
+                offset += n
+            }
+            return true
+        }
+    }
+}
+
+extension OpenCommand {
+    /// Which accessory to open.
+    enum Target: CustomStringConvertible {
+        case ids(vendor: UInt16, product: UInt16, serial: String?)
+        case port(String)
+
+        init(parsing text: String) throws {
+            if text.contains(":") {
+                let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+                guard parts.count >= 2, let vendor = Hex.parseFour(parts[0]), let product = Hex.parseFour(parts[1]) else {
+                    throw ValidationError("TARGET must be VID:PID[:SERIAL] with 4 hex digits each, such as 1209:0001; got '\(text)'")
+                }
+                let serial = parts.count == 3 ? parts[2] : nil
+                self = .ids(vendor: vendor, product: product, serial: serial.flatMap { $0.isEmpty ? nil : $0 })
+            } else {
+                let pieces = text.split(separator: "-", maxSplits: 1)
+                let isNumber = { (s: Substring) in !s.isEmpty && s.allSatisfy(\.isNumber) }
+                guard pieces.count == 2, isNumber(pieces[0]), pieces[1].split(separator: ".", omittingEmptySubsequences: false).allSatisfy(isNumber) else {
+                    throw ValidationError("TARGET must be VID:PID[:SERIAL] or a port chain such as 1-1.4; got '\(text)'")
+                }
+                self = .port(text)
+            }
+        }
+
+        func matches(_ accessory: Accessory) -> Bool {
+            let d = accessory.descriptor
+            switch self {
+            case .ids(let vendor, let product, let serial):
+                return d.vendor == vendor && d.product == product && (serial == nil || d.serial == serial)
+            case .port(let port):
+                return d.port == port
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .ids(let vendor, let product, let serial):
+                return "\(Hex.four(vendor)):\(Hex.four(product))" + (serial.map { ":\($0)" } ?? "")
+            case .port(let port):
+                return port
+            }
+        }
+    }
+
+    /// Bytes moved, for --progress.
+    final class Counters: Sendable {
+        let sent = Atomic<Int>(0)
+        let received = Atomic<Int>(0)
+        private let start = ContinuousClock.now
+        private let tty = isatty(2) != 0
+
+        func report(final: Bool) {
+            let seconds = max((ContinuousClock.now - start) / .seconds(1), 1e-6)
+            let out = sent.load(ordering: .relaxed)
+            let back = received.load(ordering: .relaxed)
+            let rate = Double(out + back) / seconds / 1e6
+            let line = String(format: "sent %@, received %@, %.1f s, %.1f MB/s", Self.size(out), Self.size(back), seconds, rate)
+            if tty {
+                let text = "\r\u{1b}[K" + line + (final ? "\n" : "")
+                _ = text.withCString { Glibc.write(2, $0, strlen($0)) }
+            } else {
+                note(line)
+            }
+        }
+
+        static func size(_ bytes: Int) -> String {
+            bytes < 1 << 20 ? "\(bytes) B" : String(format: "%.1f MiB", Double(bytes) / 1048576)
+        }
+    }
+
+    /// When the accessory last sent something (or standard input last ended).
+    final class QuietClock: Sendable {
+        private let instant = Mutex(ContinuousClock.now)
+        func touch() { instant.withLock { $0 = .now } }
+        var last: ContinuousClock.Instant { instant.withLock { $0 } }
+    }
+
+    /// Reads standard input on a thread of its own (reads block) and hands chunks over,
+    /// at most a few ahead of the writer, so memory stays bounded whatever the input size.
+    final class InputReader: Sendable {
+        let chunks: AsyncStream<[UInt8]>
+        private let credits: DispatchSemaphore
+
+        /// - Parameters:
+        ///   - chunkSize: the largest chunk; what is readily available is gathered up to it.
+        ///   - ahead: how many chunks may wait for the writer.
+        init(fd: Int32, chunkSize: Int = 1 << 20, ahead: Int = 2) {
+            let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
+            // Starts at 0 and is signalled `ahead` times: libdispatch traps when a semaphore
+            // is freed below its initial value, as this one is when input ends early.
+            let credits = DispatchSemaphore(value: 0)
+            for _ in 0..<ahead { credits.signal() }
+            chunks = stream
+            self.credits = credits
+            Thread.detachNewThread {
+                var buffer = [UInt8](repeating: 0, count: chunkSize)
+                while true {
+                    credits.wait()
+                    let n = Self.gather(fd, &buffer)
+                    guard n > 0 else {
+                        continuation.finish()
+                        return
+                    }
+                    continuation.yield(Array(buffer[..<n]))
+                }
+            }
+        }
+
+        /// The writer is done with one chunk.
+        func consumed() { credits.signal() }
+
+        /// Reads at least one byte (blocking), then whatever more is ready without blocking,
+        /// up to the buffer's size. Returns 0 at end of input or on an error.
+        private static func gather(_ fd: Int32, _ buffer: inout [UInt8]) -> Int {
+            buffer.withUnsafeMutableBytes { b in
+                var filled = 0
+                while filled < b.count {
+                    if filled > 0 {
+                        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                        guard poll(&p, 1, 0) > 0 else { break }
+                    }
+                    let n = read(fd, b.baseAddress! + filled, b.count - filled)
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { break }
+                    filled += n
+                }
+                return filled
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+@Suite("accessoryctl help, completions and usage errors")
+struct HelpCLITests {
+    static let subcommands = ["list", "watch", "record", "replay", "import udevadm", "open", "doctor", "udev-rule"]
+
+    @Test("Every subcommand's --help has examples", arguments: subcommands)
+    func examples(subcommand: String) throws {
+        let r = try CLI.run(CLI.accessoryctl, subcommand.split(separator: " ").map(String.init) + ["--help"])
+        #expect(r.status == 0)
+        #expect(r.stdout.contains("Examples:"), "\(subcommand) --help has no examples")
+        #expect(r.stdout.contains("accessoryctl \(subcommand.split(separator: " ")[0])"))
+    }
+
+    @Test("Shell completions are generated", arguments: ["bash", "zsh", "fish"])
+    func completions(shell: String) throws {
+        let r = try CLI.ctl("--generate-completion-script", shell)
+        #expect(r.status == 0)
+        #expect(r.stdout.contains("udev-rule"))
+    }
+
+    @Test("Bad usage exits 64 with a message")
+    func badUsage() throws {
+        let r = try CLI.ctl("udev-rule", "--vendor", "xyz")
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("4 hex digits"))
+        let unknown = try CLI.ctl("frobnicate")
+        #expect(unknown.status == 64)
+    }
+
+    @Test("udev-rule prints one narrow rule")
+    func udevRule() throws {
+        let r = try CLI.ctl("udev-rule", "--vendor", "1209", "--product", "0001", "--group", "plugdev")
+        #expect(r.status == 0)
+        #expect(r.stdout.contains(#"ATTR{idVendor}=="1209", ATTR{idProduct}=="0001", TAG+="uaccess", GROUP="plugdev", MODE="0660""#))
+        #expect(!r.stdout.contains("0666"))
+    }
+
+    @Test("NO_COLOR and pipes get no escape codes")
+    func noColor() throws {
+        var env = ProcessInfo.processInfo.environment
+        env["NO_COLOR"] = "1"
+        let r = try CLI.run(CLI.accessoryctl, ["replay", CLI.packageRoot.appendingPathComponent("Tests/Fixtures/eight-hours-asleep.jsonl").path], environment: env)
+        #expect(r.status == 0)
+        #expect(!r.stdout.contains("\u{1B}["))
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+/// `accessoryctl open` against the simulator's loopback accessories. Nested in the live
+/// suite, so it never runs alongside the other live commands.
+extension LiveCLITests {
+    @Suite("accessoryctl open", .simulatorLock)
+    struct Open {
+        static let loopback = ["--protocol", "org.example.loopback"]
+
+        @Test("Piping 4 MiB through open gives the same bytes back (SHA-256), and exits 0 after the idle timeout")
+        func pipesAFile() throws {
+            let dir = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let input = dir.appendingPathComponent("in.bin")
+            let output = dir.appendingPathComponent("out.bin")
+            var bytes = [UInt8](repeating: 0, count: 4 << 20)
+            var state: UInt64 = 0x1234_5678
+            for i in bytes.indices {
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
+            }
+            try Data(bytes).write(to: input)
+            let command = "'\(OpenCLI.accessoryctl)' open 1209:0001:SN1 --protocol org.example.loopback --idle-timeout 0.3 < '\(input.path)' > '\(output.path)'"
+            let start = Date()
+            let r = try CLI.run("/bin/sh", ["-c", command])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stderr.isEmpty, "\(r.stderr)")
+            #expect(Date().timeIntervalSince(start) >= 0.3, "it waits for the idle timeout")
+            let sums = try CLI.run("/usr/bin/sha256sum", [input.path, output.path]).stdoutLines.map { $0.split(separator: " ")[0] }
+            #expect(sums.count == 2 && sums[0] == sums[1], "\(sums)")
+            #expect((try? Data(contentsOf: output).count) == 4 << 20)
+        }
+
+        @Test("An unknown target exits 1 and lists what is present")
+        func unknownTarget() throws {
+            let r = try OpenCLI.run("open", "1209:9999", "--protocol", "org.example.loopback")
+            #expect(r.status == 1)
+            #expect(r.stderr.contains("no accessory matches 1209:9999"), "\(r.stderr)")
+            #expect(r.stderr.contains("1209:0001 SN1"), "\(r.stderr)")
+            #expect(r.stdout.isEmpty)
+        }
+
+        @Test("An unknown protocol exits 1 naming what the accessory speaks")
+        func unknownProtocol() throws {
+            let r = try OpenCLI.run("open", "1209:0001:SN1", "--protocol", "org.example.nope")
+            #expect(r.status == 1)
+            #expect(r.stderr.contains("it speaks org.example.loopback"), "\(r.stderr)")
+        }
+
+        @Test("SIGTERM (and SIGINT) close the session cleanly: exit 0, interface released", arguments: [SIGTERM, SIGINT])
+        func signalReleasesTheInterface(signal: Int32) throws {
+            let dir = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let device = try Simulator.device(serial: "SN1")
+            let before = try Simulator.ioctlLog(device)
+            let open = try OpenProcess(["1209:0001:SN1"] + Self.loopback, in: dir)
+            #expect(try Simulator.waitForLog(device) { $0["claimed"] == "0" }, "the session claims interface 0")
+            open.send(Data("ping".utf8))
+            let deadline = Date().addingTimeInterval(10)
+            while open.stdout.count < 4 && Date() < deadline { usleep(10_000) }
+            #expect(open.stdout == Data("ping".utf8))
+            kill(open.process.processIdentifier, signal)
+            let (status, _) = open.waitForExit()
+            #expect(status == 0, "\(open.stderr)")
+            let after = try Simulator.ioctlLog(device)
+            #expect(after["claimed"] == "-")
+            #expect(Int(after["released"] ?? "") == Int(before["released"] ?? "x").map { $0 + 1 }, "released explicitly: \(after)")
+            #expect(after["dropped"] == before["dropped"], "not merely dropped when the process died")
+            #expect(after["open"] == before["open"], "the device node is closed")
+        }
+
+        @Test("When the accessory goes away, open exits 1 at once, saying why")
+        func accessoryGoesAway() throws {
+            let dir = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let device = try Simulator.plug("1209:00c1:CLIGONE")
+            let open = try OpenProcess(["1209:00c1:CLIGONE"] + Self.loopback, in: dir)
+            defer { if open.process.isRunning { kill(open.process.processIdentifier, SIGKILL) } }
+            #expect(try Simulator.waitForLog(device) { $0["claimed"] == "0" })
+            try Simulator.ctl("unplug", device)
+            let (status, seconds) = open.waitForExit(timeout: 5)
+            #expect(status == 1)
+            #expect(seconds < 1, "exited \(seconds) s after the unplug")
+            // The last line; the manager may log the disconnect before it.
+            let error = open.stderr.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(error.hasPrefix("error: accessory 1209:00c1 CLIGONE disconnected: "), "\(open.stderr)")
+            #expect(error.contains("unplugged") || error.contains("ghost-evicted ("), "\(error)")
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import AccessoryCore
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import AccessoryKit
+
+/// Keeps the suites that drive the same simulated accessories from two test modules (the
+/// library's session tests and the CLI's `open` tests) from running at once when one
+/// `swift test` process runs both, as `swift test --filter 'Session|Open'` does. Each holds
+/// an exclusive `flock` on one file in the simulator's private TMPDIR for its whole run.
+/// (scripts/test runs the two modules under separate simulators, where it never waits.)
+struct SimulatorLock: SuiteTrait, TestScoping {
+    static var path: String {
+        (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/accessory-sim-hardware.lock"
+    }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        let fd = open(Self.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        defer { if fd >= 0 { close(fd) } }
+        while fd >= 0, flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await function()
+    }
+}
+
+extension Trait where Self == SimulatorLock {
+    /// Runs the suite while no other suite that uses ``SimulatorLock`` runs.
+    static var simulatorLock: Self { Self() }
+}
+
+/// A log handler that keeps every message, for assertions on warnings.
+final class CapturedLog: Sendable {
+    private let lines = Mutex<[(Logger.Level, String)]>([])
+
+    var logger: Logger {
+        var logger = Logger(label: "accessorykit-session-test") { _ in Handler(log: self) }
+        logger.logLevel = .debug
+        return logger
+    }
+
+    func messages(at level: Logger.Level) -> [String] {
+        lines.withLock { $0.filter { $0.0 == level }.map(\.1) }
+    }
+
+    fileprivate func append(_ level: Logger.Level, _ message: String) {
+        lines.withLock { $0.append((level, message)) }
+    }
+
+    private struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            log.append(event.level, "\(event.message)")
+        }
+    }
+}
+
+enum SessionFixtures {
+    /// `count` pseudo-random bytes, the same for the same seed.
+    static func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+        var rng = SplitMix64(seed: seed)
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            var i = 0
+            while i + 8 <= count {
+                raw.storeBytes(of: rng.next(), toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < count {
+                raw[i] = UInt8(truncatingIfNeeded: rng.next())
+                i += 1
+            }
+            initialized = count
+        }
+    }
+
+    /// Whether `chunk` equals `expected[offset ..< offset + chunk.count]` (memcmp, so that
+    /// debug builds compare 64 MiB quickly).
+    static func matches(_ chunk: [UInt8], _ expected: [UInt8], at offset: Int) -> Bool {
+        guard offset + chunk.count <= expected.count else { return false }
+        return chunk.withUnsafeBytes { c in
+            expected.withUnsafeBytes { e in
+                chunk.isEmpty || memcmp(c.baseAddress!, e.baseAddress! + offset, chunk.count) == 0
+            }
+        }
+    }
+
+    /// The simulator's `ioctl-log` for a device, as key=value pairs.
+    static func ioctlLog(_ device: SimulatorEnvironment.Device) throws -> [String: String] {
+        let reply = try SimulatorEnvironment.ctl("ioctl-log", device.id)
+        var fields: [String: String] = [:]
+        for word in reply.split(whereSeparator: \.isWhitespace) {
+            let parts = word.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        return fields
+    }
+}
+
+extension AccessorySession {
+    /// Reads until `count` bytes have arrived (zero-length packets skipped).
+    func read(exactly count: Int) async throws(AccessoryError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        while bytes.count < count {
+            guard let chunk = try await read() else { break }
+            bytes += chunk
+        }
+        return bytes
+    }
+
+    /// Writes `bytes` and reads them back.
+    func echo(_ bytes: [UInt8]) async throws(AccessoryError) -> [UInt8] {
+        try await write(bytes)
+        return try await read(exactly: bytes.count)
+    }
+}
