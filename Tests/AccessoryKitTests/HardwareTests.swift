@@ -230,12 +230,13 @@ extension HardwareTests {
             let onPort = await manager.connectedAccessories.filter { $0.descriptor.port == final.port }
             #expect(onPort.count == 1)
             #expect(onPort.first?.connectionID != original.connectionID)
+            await manager.shutdown()
+            await log.finished()
+            // On the full notification log (the subscriber may still be draining the storm
+            // when the registry has settled): the original ID was disconnected, once.
             let events = await log.events
             #expect(events.contains { if case .disconnected(let a, _) = $0 { a.connectionID == original.connectionID } else { false } })
             checkInvariants(events)
-            await manager.shutdown()
-            await log.finished()
-            checkInvariants(await log.events)
         }
 
         @Test func addressesWrapPast127() async throws {
