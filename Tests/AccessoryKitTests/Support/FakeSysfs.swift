@@ -37,8 +37,15 @@ final class FakeSysfs: Sendable {
         manufacturer: String? = "Example\n", name: String? = "Loopback Accessory\n", deviceClass: UInt8 = 0,
         interfaceString: String? = "org.example.loopback\n", raw: [String: [UInt8]] = [:]
     ) throws {
-        let dir = root + "/" + port
+        // Built aside and renamed into place, so a concurrent scan never sees a half-written
+        // device (the kernel creates a device's attributes with its directory).
+        let final = root + "/" + port
+        let dir = root + "-staging-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer {
+            rename(dir, final)
+            try? FileManager.default.removeItem(atPath: dir)
+        }
         let hex = { (v: UInt16) in Hex.four(v) + "\n" }
         var files: [String: [UInt8]] = [
             "busnum": Array("\(bus)\n".utf8), "devnum": Array("\(address)\n".utf8),
