@@ -1,3 +1,4 @@
+import AccessoryKit
 import ArgumentParser
 import Logging
 
@@ -16,6 +17,16 @@ struct GlobalOptions: ParsableArguments {
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
+        }
+    }
+
+    /// Starts a manager, or prints why it cannot start and exits 1.
+    func startManager() async throws -> AccessoryManager {
+        do {
+            return try await AccessoryManager(configuration: .init(reconcileInterval: interval))
+        } catch {
+            note("error: \(error)")
+            throw ExitCode(1)
         }
     }
 

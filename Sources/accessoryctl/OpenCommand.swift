@@ -55,13 +55,7 @@ struct OpenCommand: AsyncParsableCommand {
         OutputStream.ignoreSigpipe()
         let signals = TerminationSignals.catchAll()
         let target = try Target(parsing: self.target)
-        let manager: AccessoryManager
-        do {
-            manager = try await AccessoryManager(configuration: .init(reconcileInterval: global.interval))
-        } catch {
-            note("error: \(error)")
-            throw ExitCode(1)
-        }
+        let manager = try await global.startManager()
         let present = await manager.connectedAccessories
         let matching = present.filter(target.matches)
         guard matching.count == 1, let accessory = matching.first else {

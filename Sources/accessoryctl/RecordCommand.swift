@@ -34,13 +34,7 @@ struct RecordCommand: AsyncParsableCommand {
             note("error: cannot write \(trace): \(String(cString: strerror(errno)))")
             throw ExitCode(1)
         }
-        let manager: AccessoryManager
-        do {
-            manager = try await AccessoryManager(configuration: .init(reconcileInterval: global.interval))
-        } catch {
-            note("error: \(error)")
-            throw ExitCode(1)
-        }
+        let manager = try await global.startManager()
         let events = await manager.monitorEvents()
         let started = ISO8601DateFormatter().string(from: Date())
         let name = trace

@@ -27,13 +27,7 @@ struct WatchCommand: AsyncParsableCommand {
         global.bootstrapLogging()
         OutputStream.ignoreSigpipe()
         let signals = TerminationSignals.catchAll()
-        let manager: AccessoryManager
-        do {
-            manager = try await AccessoryManager(configuration: .init(reconcileInterval: global.interval))
-        } catch {
-            note("error: \(error)")
-            throw ExitCode(1)
-        }
+        let manager = try await global.startManager()
         let events = await manager.events(includingCurrent: true)
         let json = self.json
         let printer = Task {

@@ -69,28 +69,9 @@ public struct ReplayOutput: Sendable {
 
     /// `"connectionID":…,"bus":…,"address":…,"port":…,"vendor":…,"product":…,"serial":…`.
     private static func appendAccessory(_ a: Accessory, to out: inout [UInt8]) {
-        let d = a.descriptor
         JSONBytes.appendRaw("\"connectionID\":", to: &out)
         JSONBytes.appendUInt(UInt(a.connectionID.rawValue), to: &out)
-        JSONBytes.appendRaw(",\"bus\":", to: &out)
-        JSONBytes.appendInt(d.bus, to: &out)
-        if let address = d.address {
-            JSONBytes.appendRaw(",\"address\":", to: &out)
-            JSONBytes.appendInt(address, to: &out)
-        }
-        JSONBytes.appendRaw(",\"port\":", to: &out)
-        JSONBytes.appendString(d.port, to: &out)
-        if let vendor = d.vendor {
-            JSONBytes.appendRaw(",\"vendor\":", to: &out)
-            JSONBytes.appendHex4(vendor, to: &out)
-        }
-        if let product = d.product {
-            JSONBytes.appendRaw(",\"product\":", to: &out)
-            JSONBytes.appendHex4(product, to: &out)
-        }
-        if let serial = d.serial {
-            JSONBytes.appendRaw(",\"serial\":", to: &out)
-            JSONBytes.appendString(serial, to: &out)
-        }
+        out.append(UInt8(ascii: ","))
+        TraceEncoding.appendDeviceFields(a.descriptor, details: false, to: &out)
     }
 }

@@ -52,7 +52,9 @@ enum TraceEncoding {
     }
 
     /// `"bus":…` through `"protocols":[…]`, leaving out what is unknown; no braces.
-    static func appendDeviceFields(_ d: AccessoryDescriptor, to out: inout [UInt8]) {
+    /// The device fields in the contract's order; `details: false` stops after `serial`
+    /// (the replay output's notification lines).
+    static func appendDeviceFields(_ d: AccessoryDescriptor, details: Bool = true, to out: inout [UInt8]) {
         JSONBytes.appendRaw("\"bus\":", to: &out)
         JSONBytes.appendInt(d.bus, to: &out)
         if let address = d.address {
@@ -73,6 +75,7 @@ enum TraceEncoding {
             JSONBytes.appendRaw(",\"serial\":", to: &out)
             JSONBytes.appendString(serial, to: &out)
         }
+        guard details else { return }
         if let manufacturer = d.manufacturer {
             JSONBytes.appendRaw(",\"manufacturer\":", to: &out)
             JSONBytes.appendString(manufacturer, to: &out)
