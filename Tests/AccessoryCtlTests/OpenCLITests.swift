@@ -70,6 +70,23 @@ extension LiveCLITests {
             #expect(after["open"] == before["open"], "the device node is closed")
         }
 
+        @Test("After SIGKILL, the claim dies with the process and a new process opens the same accessory")
+        func sigkillThenReopen() throws {
+            let dir = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let device = try Simulator.device(serial: "SN1")
+            let before = try Simulator.ioctlLog(device)
+            let open = try OpenProcess(["1209:0001:SN1"] + Self.loopback, in: dir)
+            #expect(try Simulator.waitForLog(device) { $0["claimed"] == "0" }, "the session claims interface 0")
+            kill(open.process.processIdentifier, SIGKILL)
+            _ = open.waitForExit()
+            #expect(try Simulator.waitForLog(device) { $0["claimed"] == "-" }, "the kernel (here: the simulator) drops the dead client's claim")
+            #expect(Int(try Simulator.ioctlLog(device)["dropped"] ?? "") == Int(before["dropped"] ?? "x").map { $0 + 1 })
+            let again = try CLI.run(CLI.accessoryctl, ["open", "1209:0001:SN1"] + Self.loopback + ["--idle-timeout", "0.3"], stdin: Data("again".utf8))
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(again.stdout == "again")
+        }
+
         @Test("When the accessory goes away, open exits 1 at once, saying why")
         func accessoryGoesAway() throws {
             let dir = try CLI.temporaryDirectory()
