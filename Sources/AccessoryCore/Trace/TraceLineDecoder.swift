@@ -273,35 +273,33 @@ struct TraceLineDecoder {
     }
 
     private mutating func protocols() throws -> [String]? {
-        guard cursor.peek() == UInt8(ascii: "[") else {
-            try wrongType("protocols", "an array of strings")
-            return nil
-        }
-        cursor.index += 1
-        var result: [String] = []
-        cursor.skipWhitespace()
-        if cursor.peek() == UInt8(ascii: "]") {
-            cursor.index += 1
-            return result
-        }
-        while true {
-            cursor.skipWhitespace()
-            if cursor.peek() == UInt8(ascii: "\"") {
-                result.append(try cursor.parseString())
-            } else {
-                try wrongType("protocols", "an array of strings")
-            }
-            if try cursor.endOfMember(close: UInt8(ascii: "]"), "',' or ']' after array element") { return result }
+        try array("protocols", of: "an array of strings", opening: UInt8(ascii: "\"")) { decoder, result in
+            result.append(try decoder.cursor.parseString())
         }
     }
 
     private mutating func devices() throws -> [AccessoryDescriptor]? {
+        try array("devices", of: "an array of device objects", opening: UInt8(ascii: "{")) { decoder, result in
+            decoder.deviceIndex = result.count
+            var f = Fields()
+            try decoder.decodeObject(into: &f)
+            if let d = decoder.descriptor(f, in: nil) { result.append(d) }
+            decoder.deviceIndex = nil
+        }
+    }
+
+    /// Decodes the JSON array value of field `name`, whose elements start with `opening`;
+    /// `element` decodes one element at the cursor and appends what it yields.
+    private mutating func array<Element>(
+        _ name: String, of expected: String, opening: UInt8,
+        element: (inout Self, inout [Element]) throws -> Void
+    ) throws -> [Element]? {
         guard cursor.peek() == UInt8(ascii: "[") else {
-            try wrongType("devices", "an array of device objects")
+            try wrongType(name, expected)
             return nil
         }
         cursor.index += 1
-        var result: [AccessoryDescriptor] = []
+        var result: [Element] = []
         cursor.skipWhitespace()
         if cursor.peek() == UInt8(ascii: "]") {
             cursor.index += 1
@@ -309,14 +307,10 @@ struct TraceLineDecoder {
         }
         while true {
             cursor.skipWhitespace()
-            if cursor.peek() == UInt8(ascii: "{") {
-                deviceIndex = result.count
-                var f = Fields()
-                try decodeObject(into: &f)
-                if let d = descriptor(f, in: nil) { result.append(d) }
-                deviceIndex = nil
+            if cursor.peek() == opening {
+                try element(&self, &result)
             } else {
-                try wrongType("devices", "an array of device objects")
+                try wrongType(name, expected)
             }
             if try cursor.endOfMember(close: UInt8(ascii: "]"), "',' or ']' after array element") { return result }
         }
