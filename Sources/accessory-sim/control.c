@@ -10,7 +10,7 @@
  *   plug SPEC [--port P] [--silent]   -> ok BUS ADDRESS PORT
  *   unplug BUS:ADDRESS [--silent]     -> ok
  *   replug BUS:ADDRESS [--silent]     -> ok BUS ADDRESS PORT
- *   storm BUS:ADDRESS N               -> ok BUS ADDRESS PORT
+ *   storm BUS:ADDRESS N [--lossy SEED] -> ok BUS ADDRESS PORT [sent=S lost=L overflows=O]
  *   fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none -> ok
  *   list                              -> BUS ADDRESS PORT VID:PID SERIAL...
  *   ioctl-log BUS:ADDRESS             -> ok open=N opens=N claimed=LIST ...
@@ -18,7 +18,8 @@
  *   help                              -> ok, then this list
  *
  * Extras beyond the documented contract: "plug --silent" (attach with no
- * uevent), "fault ... none" (clear a scripted fault), "ioctl-log",
+ * uevent), "storm ... --lossy SEED" (a seeded mix of lost uevents and
+ * overflows), "fault ... none" (clear a scripted fault), "ioctl-log",
  * "kernel-driver" and "help".
  */
 #define _GNU_SOURCE
@@ -41,7 +42,7 @@ static const char usage_text[] =
     "plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]\n"
     "unplug BUS:ADDRESS [--silent]\n"
     "replug BUS:ADDRESS [--silent]\n"
-    "storm BUS:ADDRESS N\n"
+    "storm BUS:ADDRESS N [--lossy SEED]\n"
     "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none\n"
     "list\n"
     "ioctl-log BUS:ADDRESS\n"
@@ -180,33 +181,91 @@ static void cmd_replug(gchar **argv, GString *out)
     reply_instance(out, fresh);
 }
 
+/* One cycle of a lossy storm: which of its two uevents the monitor gets. */
+typedef enum { CYCLE_BOTH, CYCLE_LOSE_REMOVE, CYCLE_LOSE_ADD, CYCLE_LOSE_BOTH } CycleLoss;
+
+/*
+ * storm BUS:ADDRESS N [--lossy SEED]
+ *
+ * N unplug/replug cycles (2N uevents). With --lossy, a seeded mix of lost events: each
+ * cycle keeps both uevents, loses the remove, loses the add, or loses both, and now and
+ * then an overflow drops every uevent of a run of 8 to 64 cycles, as a netlink socket
+ * does when its receive buffer overflows (ENOBUFS). (A real overflow of umockdev's
+ * datagram queue aborts umockdev, so the loss is made here, at the sender.) The reply then
+ * adds "sent=S lost=L overflows=O" after the final instance.
+ */
 static void cmd_storm(gchar **argv, GString *out)
 {
-    static const char usage[] = "storm BUS:ADDRESS N";
+    static const char usage[] = "storm BUS:ADDRESS N [--lossy SEED]";
     char *end = NULL;
     long n = argv[1] && argv[2] ? strtol(argv[2], &end, 10) : -1;
-    if (!argv[1] || !argv[2] || argv[3] || *end != '\0' || n < 0 || n > 1000000) {
+    gboolean lossy = FALSE;
+    guint64 seed = 0;
+    if (argv[1] && argv[2] && argv[3]) {
+        char *seed_end = NULL;
+        if (strcmp(argv[3], "--lossy") == 0 && argv[4] && !argv[5]) {
+            lossy = TRUE;
+            seed = g_ascii_strtoull(argv[4], &seed_end, 10);
+        }
+        if (!lossy || seed_end == argv[4] || *seed_end != '\0')
+            n = -1;
+    }
+    if (!argv[1] || !argv[2] || *end != '\0' || n < 0 || n > 1000000) {
         g_string_append_printf(out, "error usage: %s\n", usage);
         return;
     }
     Instance *inst = target(argv, out, usage);
     if (!inst)
         return;
+    GRand *rand = g_rand_new_with_seed((guint32)(seed ^ (seed >> 32)));
+    long sent = 0, lost = 0, overflows = 0, overflow_left = 0;
     gint64 start = g_get_monotonic_time();
     for (long i = 0; i < n; i++) {
+        CycleLoss loss = CYCLE_BOTH;
+        if (lossy) {
+            if (overflow_left == 0 && g_rand_int_range(rand, 0, 200) == 0) {
+                overflow_left = g_rand_int_range(rand, 8, 65);
+                overflows++;
+            }
+            if (overflow_left > 0) {
+                overflow_left--;
+                loss = CYCLE_LOSE_BOTH;
+            } else {
+                int roll = g_rand_int_range(rand, 0, 100);
+                loss = roll < 70 ? CYCLE_BOTH : roll < 80 ? CYCLE_LOSE_REMOVE : roll < 90 ? CYCLE_LOSE_ADD : CYCLE_LOSE_BOTH;
+            }
+        }
+        gboolean silent_remove = loss == CYCLE_LOSE_REMOVE || loss == CYCLE_LOSE_BOTH;
+        gboolean silent_add = loss == CYCLE_LOSE_ADD || loss == CYCLE_LOSE_BOTH;
+        sent += !silent_remove + !silent_add;
+        lost += silent_remove + silent_add;
+
+        Spec spec;
+        char *port = g_strdup(inst->port);
         char *err = NULL;
-        inst = device_replug(inst, FALSE, &err);
+        spec_copy(&spec, &inst->spec);
+        device_unplug(inst, silent_remove);
+        inst = device_plug(&spec, port, silent_add, &err);
+        spec_clear(&spec);
+        g_free(port);
         if (!inst) {
             g_string_append_printf(out, "error %s\n", err);
             g_free(err);
+            g_rand_free(rand);
             return;
         }
         /* umockdev's uevent sender aborts when a listener's datagram queue is full
          * (net.unix.max_dgram_qlen is 10 by default): give listeners a moment per cycle. */
         g_usleep(200);
     }
-    sim_log("storm of %ld cycles took %.3f s", n, (double)(g_get_monotonic_time() - start) / 1e6);
-    reply_instance(out, inst);
+    g_rand_free(rand);
+    sim_log("storm of %ld cycles took %.3f s (%ld uevents sent, %ld lost, %ld overflows)", n,
+            (double)(g_get_monotonic_time() - start) / 1e6, sent, lost, overflows);
+    if (lossy)
+        g_string_append_printf(out, "ok %d %d %s sent=%ld lost=%ld overflows=%ld\n", inst->bus, inst->addr,
+                               inst->port, sent, lost, overflows);
+    else
+        reply_instance(out, inst);
 }
 
 static void cmd_fault(gchar **argv, GString *out)

@@ -18,11 +18,16 @@ struct HardwareTests {
     final class Plugged {
         private(set) var devices: [String: Sim.Device] = [:]
 
-        func plug(_ spec: String) throws -> Sim.Device {
+        func plug(_ spec: String, silent: Bool = false) throws -> Sim.Device {
             let serial = String(spec.split(separator: ":")[2])
-            let device = try Sim.plug(spec)
+            let device = try Sim.plug(spec, silent: silent)
             devices[serial] = device
             return device
+        }
+
+        /// Records what `serial` became after a command run outside this object.
+        func replace(_ serial: String, with device: Sim.Device) {
+            devices[serial] = device
         }
 
         func replug(_ serial: String, silent: Bool = false) throws -> Sim.Device {
@@ -226,7 +231,8 @@ extension HardwareTests {
             let final = try plugged.storm("STORM", cycles: 1000)
             #expect(await Self.settles(manager, on: final))
             // A refresh changes nothing any more.
-            #expect((await manager.refresh()).events.isEmpty)
+            let refreshed = await manager.refresh().events
+            #expect(refreshed.isEmpty, "a refresh after the storm settled changed \(refreshed)")
             let onPort = await manager.connectedAccessories.filter { $0.descriptor.port == final.port }
             #expect(onPort.count == 1)
             #expect(onPort.first?.connectionID != original.connectionID)

@@ -19,9 +19,11 @@ import Synchronization
 /// thread, so a write suspends once. A zero-length packet follows when asked for. Writes
 /// take turns (first come, first served), so two writes never interleave.
 ///
-/// **Failure.** A vanished device (NO_DEVICE) or an eviction by the manager ends both
-/// directions at once: the waiting read and write are resumed with the error without
-/// waiting for their transfers, and every later operation throws it.
+/// **Failure.** A vanished device (NO_DEVICE) stops the pipe: no transfer is submitted
+/// again, and the pipe tells its owner, who ends it with ``fail(_:)`` and the reason the
+/// manager gives (a hotplug event may be saying `unplugged` at that very moment). Failing
+/// ends both directions at once: the waiting read and write are resumed with the error
+/// without waiting for their transfers, and every later operation throws it.
 ///
 /// Locking: one `Mutex` guards all state. Completions arrive on the libusb event thread and
 /// take it; submits and cancels happen while holding it (neither waits for the event thread,
@@ -60,22 +62,19 @@ final class BulkPipe: TransferCompletionHandler {
     /// The IN transfer size: `transferSize` rounded up to whole packets, so a device that
     /// sends full packets can never overflow a transfer.
     let inTransferSize: Int
-    /// The error for a disconnection with a reason, in the session's words.
-    private let disconnected: @Sendable (DisconnectReason) -> AccessoryError
-    /// Told (outside the lock) which operation found the device gone.
-    private let onNoDevice: @Sendable (String) -> Void
+    /// Told once (outside the lock) which operation found the device gone; it must end the
+    /// pipe with ``fail(_:)``.
+    private let onNoDevice: @Sendable (String, BulkPipe) -> Void
     private let state = Mutex(State())
 
     init(
         device: LibUSBDeviceHandle, configuration: Configuration,
-        disconnected: @escaping @Sendable (DisconnectReason) -> AccessoryError,
-        onNoDevice: @escaping @Sendable (String) -> Void
+        onNoDevice: @escaping @Sendable (String, BulkPipe) -> Void
     ) throws(AccessoryError) {
         precondition(configuration.inTransfers > 0 && configuration.outTransfers > 0 && configuration.transferSize > 0)
         let packet = max(configuration.maxPacketSize, 1)
         self.configuration = configuration
         self.inTransferSize = (configuration.transferSize + packet - 1) / packet * packet
-        self.disconnected = disconnected
         self.onNoDevice = onNoDevice
         var ins: [LibUSBTransfer] = []
         var outs: [LibUSBTransfer] = []
@@ -166,7 +165,7 @@ final class BulkPipe: TransferCompletionHandler {
         }
         // After a failure, wait for the cancelled IN transfers: their data comes first.
         if let failure = s.failure { return s.inFlight.isEmpty ? .failure(failure) : nil }
-        if !s.inArmed, s.inFlight.isEmpty, !s.clearingStall {
+        if !s.inArmed, s.inFlight.isEmpty, !s.clearingStall, s.gone == nil {
             // Stopped by an earlier timeout, cancellation or error: start again.
             s.inArmed = true
             fillIn(&s, &r)
@@ -189,7 +188,7 @@ final class BulkPipe: TransferCompletionHandler {
     }
 
     private func fillIn(_ s: inout State, _ r: inout Resumptions) {
-        guard s.inArmed, s.failure == nil, !s.closed else { return }
+        guard s.inArmed, s.failure == nil, s.gone == nil, !s.closed else { return }
         while s.buffered < configuration.bufferCapacity, let t = s.inIdle.popLast() {
             if let error = t.submit(length: inTransferSize, timeout: nil) {
                 s.inIdle.append(t)
@@ -210,8 +209,8 @@ final class BulkPipe: TransferCompletionHandler {
 
     /// An IN transfer failed or could not be submitted.
     private func inFailed(_ error: AccessoryError, _ s: inout State, _ r: inout Resumptions) {
-        if case .accessoryDisconnected(let reason) = error.code {
-            fail(disconnected(reason), noDeviceOperation: error.operation, &s, &r)
+        if case .accessoryDisconnected = error.code {
+            deviceGone(error.operation, &s, &r)
             return
         }
         if s.inStopError == nil { s.inStopError = error }
@@ -332,7 +331,7 @@ final class BulkPipe: TransferCompletionHandler {
     }
 
     private func fillOut(_ s: inout State, _ r: inout Resumptions) {
-        guard var op = s.write, op.error == nil, s.failure == nil, !s.closed else { return }
+        guard var op = s.write, op.error == nil, s.failure == nil, s.gone == nil, !s.closed else { return }
         var failure: AccessoryError?
         while !op.isFinished, let t = s.outIdle.last {
             let n = min(configuration.transferSize, op.source.count - op.offset)
@@ -359,8 +358,8 @@ final class BulkPipe: TransferCompletionHandler {
     }
 
     private func outFailed(_ error: AccessoryError, _ s: inout State, _ r: inout Resumptions) {
-        if case .accessoryDisconnected(let reason) = error.code {
-            fail(disconnected(reason), noDeviceOperation: error.operation, &s, &r)
+        if case .accessoryDisconnected = error.code {
+            deviceGone(error.operation, &s, &r)
             return
         }
         if s.write != nil, s.write?.error == nil { s.write?.error = error }
@@ -482,22 +481,34 @@ final class BulkPipe: TransferCompletionHandler {
     func fail(_ error: AccessoryError) {
         var r = Resumptions()
         state.withLock { s in
-            fail(error, noDeviceOperation: nil, &s, &r)
+            fail(error, &s, &r)
             settle(&s, &r)
         }
         finish(r)
     }
 
-    private func fail(_ error: AccessoryError, noDeviceOperation: String?, _ s: inout State, _ r: inout Resumptions) {
+    private func fail(_ error: AccessoryError, _ s: inout State, _ r: inout Resumptions) {
         guard s.failure == nil, !s.closed else { return }
         s.failure = error
-        r.noDevice = noDeviceOperation
         s.inArmed = false
         for t in s.inFlight { t.cancel() }
         for t in s.outFlight { t.cancel() }
         if s.write != nil, s.write?.error == nil { s.write?.error = error }
         for waiter in s.turnWaiters { r.voids.append((waiter.continuation, .failure(error))) }
         s.turnWaiters.removeAll()
+    }
+
+    /// A transfer found the device gone: stop submitting, cancel what is in flight, and tell
+    /// the owner (once), who fails the pipe with the manager's reason. The waiting read and
+    /// write wait for that; data already buffered is still read first.
+    private func deviceGone(_ operation: String?, _ s: inout State, _ r: inout Resumptions) {
+        guard s.failure == nil, !s.closed, s.gone == nil else { return }
+        let operation = operation ?? "transfer"
+        s.gone = operation
+        r.noDevice = operation
+        s.inArmed = false
+        for t in s.inFlight { t.cancel() }
+        for t in s.outFlight { t.cancel() }
     }
 
     /// The failure the pipe ended with, if any.
@@ -614,7 +625,7 @@ final class BulkPipe: TransferCompletionHandler {
     private func finish(_ r: Resumptions) {
         let noDevice = r.noDevice
         r.run()
-        if let noDevice { onNoDevice(noDevice) }
+        if let noDevice { onNoDevice(noDevice, self) }
     }
 
     private func closedError(_ operation: String) -> AccessoryError {
@@ -630,6 +641,9 @@ extension BulkPipe {
     /// Everything the lock guards.
     struct State {
         var failure: AccessoryError?
+        /// The operation that found the device gone, while the owner has not yet failed
+        /// the pipe: nothing is submitted.
+        var gone: String?
         var closed = false
         var tokens: UInt64 = 0
         var statistics = Statistics()

@@ -94,6 +94,9 @@ public actor AccessoryManager {
     private var monitorTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     private var pendingReconcile: Task<Void, Never>?
+    /// Instances an operation found gone (NO_DEVICE) that sysfs may list a moment longer:
+    /// reconciles treat them as absent until a scan no longer lists them.
+    private var deadInstances: [DeviceKey: AccessoryDescriptor] = [:]
 
     /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
     /// devices become the first `.connected` events.
@@ -202,11 +205,14 @@ public actor AccessoryManager {
         return entry.info
     }
 
-    /// Tells the manager that an operation on an accessory returned NO_DEVICE. It
-    /// reconciles at once; if the accessory is gone, its disconnect names the operation.
+    /// Tells the manager that an operation on an accessory returned NO_DEVICE: the kernel
+    /// has let go of that instance. Unless a hotplug event has disconnected it already, the
+    /// manager evicts it at once, as a ghost whose evidence names the operation, even while
+    /// sysfs still lists the dying instance; a session on it ends with that same reason.
     public func reportNoDevice(_ id: ConnectionID, operation: String) {
-        guard !isShutDown else { return }
+        guard !isShutDown, let accessory = registry[id] else { return }
         logger.debug("\(operation) on connection \(id) returned NO_DEVICE; reconciling")
+        if let key = accessory.descriptor.key { deadInstances[key] = accessory.descriptor }
         reconcile(.noDevice, noDevice: (id, operation))
     }
 
@@ -400,6 +406,18 @@ public actor AccessoryManager {
         min(max(configuration.debounce * 2, .milliseconds(20)), .milliseconds(100))
     }
 
+    /// `devices` without the instances known dead; forgets those sysfs no longer lists.
+    private func withoutDeadInstances(_ devices: [USBDeviceInfo]) -> [USBDeviceInfo] {
+        var stillListed: [DeviceKey: AccessoryDescriptor] = [:]
+        let alive = devices.filter { info in
+            guard let key = info.descriptor.key, let dead = deadInstances[key], dead.isSameInstance(as: info.descriptor) else { return true }
+            stillListed[key] = dead
+            return false
+        }
+        deadInstances = stillListed
+        return alive
+    }
+
     /// Whether some registry entry's instance is missing from `scan`.
     private func registryHasAbsentEntries(_ scan: SysfsScanner.Result) -> Bool {
         var live: [DeviceKey: AccessoryDescriptor] = [:]
@@ -432,8 +450,9 @@ public actor AccessoryManager {
     /// registry lacks, and notifies subscribers.
     @discardableResult
     private func reconcile(_ trigger: Trigger, noDevice: (ConnectionID, String)? = nil) -> Reconciler.Report {
-        let scan = scanner.scan()
+        var scan = scanner.scan()
         if trigger == .initial, let note = scan.note { logger.notice("\(note)") }
+        if !deadInstances.isEmpty { scan.devices = withoutDeadInstances(scan.devices) }
         if isHotplugAvailable, trigger == .debounced || trigger == .periodic, registryHasAbsentEntries(scan) {
             scheduleReconcile(.confirm)
             return Reconciler.Report.none

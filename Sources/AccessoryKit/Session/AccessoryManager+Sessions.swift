@@ -121,10 +121,15 @@ extension AccessoryManager {
                     outTransfers: max(options.writesInFlight, 1), transferSize: max(options.transferSize, 1),
                     bufferCapacity: max(options.bufferCapacity, 1), sendsZeroLengthPacket: options.sendsZeroLengthPacket,
                     writeTimeout: options.writeTimeout, sessionDescription: "session '\(sessionName)'"),
-                disconnected: { reason in AccessorySession.disconnectedError(reason, label: label) },
-                onNoDevice: { [weak self] operation in
-                    guard let self else { return }
-                    AccessorySession.reportNoDevice(self, id, operation: operation)
+                onNoDevice: { [weak self] operation, pipe in
+                    Task {
+                        // The manager ends the pipe (``endSessions(of:reason:)``) with the
+                        // reason its own notification carries, whichever of this report and
+                        // a hotplug event reaches it first. The pipe's own evidence is only
+                        // the fallback, for a manager already gone; failing twice is a no-op.
+                        await self?.reportNoDevice(id, operation: operation)
+                        pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: operation)), label: label))
+                    }
                 })
         } catch {
             undo(releasing: true)

@@ -132,10 +132,11 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
             try device.clearHalt(endpoint: inEndpoint)
         } catch {
             if case .accessoryDisconnected(let reason) = error.code {
-                let ended = disconnectedError(reason)
-                pipe.fail(ended)
-                reportNoDevice(error.operation ?? "clear halt")
-                throw ended
+                // The manager's verdict ends the pipe, with the reason its notification
+                // carries; this device's own evidence is the fallback.
+                await manager.reportNoDevice(accessory.connectionID, operation: error.operation ?? "clear halt")
+                pipe.fail(disconnectedError(reason))
+                throw pipe.failure ?? disconnectedError(reason)
             }
             throw error
         }
@@ -231,14 +232,6 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     static func label(_ accessory: Accessory) -> String {
         let d = accessory.descriptor
         return "\(d.vendorProduct) \(d.serial.flatMap { $0.isEmpty ? nil : $0 } ?? d.port)"
-    }
-
-    private func reportNoDevice(_ operation: String) {
-        Self.reportNoDevice(manager, accessory.connectionID, operation: operation)
-    }
-
-    static func reportNoDevice(_ manager: AccessoryManager, _ id: ConnectionID, operation: String) {
-        Task { await manager.reportNoDevice(id, operation: operation) }
     }
 
     /// Counters of the data plane, for tests.

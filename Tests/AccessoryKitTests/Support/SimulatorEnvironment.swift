@@ -73,8 +73,8 @@ enum SimulatorEnvironment {
         return Device(bus: bus, address: address, port: String(words[3]))
     }
 
-    static func plug(_ spec: String, port: String? = nil) throws -> Device {
-        try device(fromReply: ctl(["plug", spec] + (port.map { ["--port", $0] } ?? [])))
+    static func plug(_ spec: String, port: String? = nil, silent: Bool = false) throws -> Device {
+        try device(fromReply: ctl(["plug", spec] + (port.map { ["--port", $0] } ?? []) + (silent ? ["--silent"] : [])))
     }
 
     static func unplug(_ device: Device, silent: Bool = false) throws {
