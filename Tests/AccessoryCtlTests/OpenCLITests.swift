@@ -70,6 +70,44 @@ extension LiveCLITests {
             #expect(after["open"] == before["open"], "the device node is closed")
         }
 
+        @Test("SIGTERM mid-stream, with a kernel driver detached: exit 0, interface released, driver attached again")
+        func sigtermDuringABusySessionReattachesTheDriver() throws {
+            let dir = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let device = try Simulator.plug("1209:00c3:BUSYTERM")
+            defer { _ = try? Simulator.ctl("unplug", device) }
+            try Simulator.ctl("kernel-driver", device, "0", "usbtest")
+            let before = try Simulator.ioctlLog(device)
+            #expect(before["driver"] == "usbtest")
+            let open = try OpenProcess(["1209:00c3:BUSYTERM", "--detach-kernel-driver"] + Self.loopback, in: dir)
+            defer { if open.process.isRunning { kill(open.process.processIdentifier, SIGKILL) } }
+
+            // Keep data flowing: a writer thread feeds stdin until the pipe breaks.
+            signal(SIGPIPE, SIG_IGN)  // a write after the exit fails with EPIPE instead
+            let fd = open.input.fileHandleForWriting.fileDescriptor
+            let writer = Thread {
+                let chunk = [UInt8](repeating: 0x5a, count: 64 << 10)
+                while chunk.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) > 0 {}
+            }
+            writer.start()
+            let busy = try Simulator.waitForLog(device) { log in
+                log["claimed"] == "0" && (UInt64(log["bytes-out"] ?? "") ?? 0) >= (UInt64(before["bytes-out"] ?? "") ?? 0) + (4 << 20)
+            }
+            #expect(busy, "4 MiB went through the session before the signal")
+            let during = try Simulator.ioctlLog(device)
+            #expect(during["driver"] == "-", "the driver is detached while the session is open: \(during)")
+            kill(open.process.processIdentifier, SIGTERM)
+            let (status, _) = open.waitForExit()
+            #expect(status == 0, "\(open.stderr)")
+            let after = try Simulator.ioctlLog(device)
+            #expect(after["claimed"] == "-", "\(after)")
+            #expect(Int(after["released"] ?? "") == Int(before["released"] ?? "x").map { $0 + 1 }, "released explicitly: \(after)")
+            #expect(after["dropped"] == before["dropped"], "not merely dropped when the process died")
+            #expect(after["driver"] == "usbtest", "the kernel driver is attached again: \(after)")
+            #expect(after["open"] == before["open"], "the device node is closed")
+            #expect(after["pending-in"] == "0" && after["pending-out"] == "0", "no URB left behind: \(after)")
+        }
+
         @Test("After SIGKILL, the claim dies with the process and a new process opens the same accessory")
         func sigkillThenReopen() throws {
             let dir = try CLI.temporaryDirectory()
