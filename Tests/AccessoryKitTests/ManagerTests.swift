@@ -78,6 +78,24 @@ struct ManagerTests {
         checkInvariants(await log.events)
     }
 
+    @Test func aStaleArrivalFromABacklogDoesNotEvictTheNewerInstance() async throws {
+        // A storm's backlog: sysfs already holds the newest instance (address 9) on the
+        // port, while events of older instances (address 8) are still queued.
+        try sysfs.add(port: "1-1", bus: 1, address: 9, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager()
+        let log = await EventLog.recording(m)
+        #expect(await log.wait { $0.count == 1 })
+        let live = try #require(await log.connected.first)
+        backend.send(.arrived, bus: 1, address: 8, port: "1-1", vendor: 0x1209, product: 0x0001)
+        backend.send(.left, bus: 1, address: 8, port: "1-1", vendor: 0x1209, product: 0x0001)
+        try await Task.sleep(for: .milliseconds(100))
+        // Nothing happened to the live instance: no eviction as "replaced", no new ID.
+        #expect(await log.events == [.connected(live)])
+        #expect(await m.connectedAccessories == [live])
+        await m.shutdown()
+        checkInvariants(await log.events)
+    }
+
     @Test func duplicatedAndLostEventsConverge() async throws {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         let m = try await manager()

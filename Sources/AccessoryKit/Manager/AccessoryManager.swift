@@ -297,8 +297,16 @@ public actor AccessoryManager {
         let device = notice.device
         switch notice.kind {
         case .arrived:
-            let info = arrivalInfo(device)
+            let (info, superseded) = arrivalInfo(device)
             logger.trace("hotplug: arrived \(info.descriptor.port) bus \(device.bus) address \(device.address)")
+            guard !superseded else {
+                // A late event from a backlog (a storm): a newer instance holds the port in
+                // sysfs, so this one is gone and its LEFT follows. Applying the add would
+                // evict the live instance as replaced. The recording still gets it.
+                logger.debug("hotplug: arrival of \(info.descriptor.port) address \(device.address) is stale; a newer instance holds the port")
+                if isVisible(info) { tap(.added(info.descriptor)) }
+                break
+            }
             apply(.added(info.descriptor), arrival: info)
         case .left:
             logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(device.address)")
@@ -317,20 +325,29 @@ public actor AccessoryManager {
     }
 
     /// What is known about an arrival: sysfs's view when sysfs still holds that instance,
-    /// else what libusb cached.
-    private func arrivalInfo(_ device: LibUSBDeviceRecord) -> USBDeviceInfo {
+    /// else what libusb cached; and whether sysfs shows a newer instance on its port (sysfs
+    /// changes before the kernel sends the event, so it is never older than an event).
+    private func arrivalInfo(_ device: LibUSBDeviceRecord) -> (info: USBDeviceInfo, superseded: Bool) {
         let matches = { (info: USBDeviceInfo) in
             info.descriptor.bus == device.bus && info.descriptor.address == device.address
                 && info.descriptor.vendor == device.device.vendor && info.descriptor.product == device.device.product
         }
         // One directory, not a full scan: in a storm the device is often gone already, and
         // the debounced reconcile that follows catches up anyway.
-        if let info = scanner.device(named: device.port), matches(info) { return info }
+        let live = scanner.device(named: device.port)
+        if let live, matches(live) { return (live, false) }
+        // The same VID:PID under another address: a re-enumeration newer than this event.
+        // (Not just any device: libusb's port chain can be shorter than the kernel's name,
+        // and then `device.port` names a parent hub.)
+        let superseded = live.map {
+            $0.descriptor.bus == device.bus && $0.descriptor.address != device.address
+                && $0.descriptor.vendor == device.device.vendor && $0.descriptor.product == device.device.product
+        } ?? false
         var info = USBDeviceInfo(
             descriptor: device.accessoryDescriptor, deviceClass: device.device.deviceClass,
             deviceDescriptor: device.device, configuration: device.configuration, speed: device.speed)
         info.descriptor.protocols = configuration.protocolTable.protocols(for: info)
-        return info
+        return (info, superseded)
     }
 
     private func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil) {
