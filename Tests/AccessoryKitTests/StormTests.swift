@@ -122,6 +122,20 @@ extension HardwareTests {
             #expect(atShutdown == Set(registryAtEnd.map(\.connectionID)), sourceLocation: sourceLocation)
         }
 
+        /// Ends a storm test: a refresh must change nothing, then the manager shuts down and
+        /// the full log is checked (``checkLog(_:registryAtEnd:sourceLocation:)``).
+        /// - Returns: the full log.
+        static func finish(_ manager: AccessoryManager, _ log: EventLog, sourceLocation: SourceLocation = #_sourceLocation) async -> [AccessoryEvent] {
+            let refreshed = await manager.refresh().events
+            #expect(refreshed.isEmpty, "a refresh after the storm settled changed \(refreshed)", sourceLocation: sourceLocation)
+            let atEnd = await manager.connectedAccessories
+            await manager.shutdown()
+            await log.finished()
+            let events = await log.events
+            checkLog(events, registryAtEnd: atEnd, sourceLocation: sourceLocation)
+            return events
+        }
+
         static func connected(_ log: EventLog, at device: Sim.Device) async throws -> Accessory {
             try #require(await log.wait { $0.contains { if case .connected(let a) = $0 { HardwareTests.isAt(device)(a) } else { false } } })
             return try #require(await log.connected.last(where: HardwareTests.isAt(device)))
@@ -150,14 +164,7 @@ extension HardwareTests {
             #expect(rounds > 0)
             #expect(!session.isClosed)
             await session.close()
-            let refreshed = await manager.refresh().events
-            #expect(refreshed.isEmpty, "a refresh after the storm settled changed \(refreshed)")
-
-            let atEnd = await manager.connectedAccessories
-            await manager.shutdown()
-            await log.finished()
-            let events = await log.events
-            Self.checkLog(events, registryAtEnd: atEnd)
+            let events = await Self.finish(manager, log)
             #expect(events.contains { if case .disconnected(let a, _) = $0 { a.connectionID == original.connectionID } else { false } })
             let onPort = events.filter { if case .connected(let a) = $0 { a.descriptor.port == final.port } else { false } }.count
             print("storm-metrics plain: 10000 uevents, \(onPort) connects on the storm's port, settled \(settle) after the storm, bystander echoed \(rounds) rounds / \(bytes) bytes")
@@ -182,14 +189,7 @@ extension HardwareTests {
             #expect(storm.sent >= 10_000, "only \(storm.sent) uevents sent")
             #expect(storm.overflows > 0 && storm.lost > 0)
             let settle = try await Self.settles(manager, since: .now, within: Self.interval + Self.allowance)
-            let refreshed = await manager.refresh().events
-            #expect(refreshed.isEmpty, "a refresh after the storm settled changed \(refreshed)")
-
-            let atEnd = await manager.connectedAccessories
-            await manager.shutdown()
-            await log.finished()
-            let events = await log.events
-            Self.checkLog(events, registryAtEnd: atEnd)
+            let events = await Self.finish(manager, log)
             let gone = events.compactMap { if case .disconnected(let a, let r) = $0, a.connectionID == ghost.connectionID { r } else { nil } }
             #expect(gone.map(\.code) == ["ghost-evicted"], "\(gone)")
             #expect(events.contains { if case .connected(let a) = $0 { HardwareTests.isAt(sneaky)(a) } else { false } })
@@ -252,11 +252,7 @@ extension HardwareTests {
                 #expect(echoed == payload)
             }
 
-            let atEnd = await manager.connectedAccessories
-            await manager.shutdown()
-            await log.finished()
-            let events = await log.events
-            Self.checkLog(events, registryAtEnd: atEnd)
+            let events = await Self.finish(manager, log)
             let reasons = accessories.map { a in events.compactMap { if case .disconnected(let b, let r) = $0, b.connectionID == a.connectionID { r.description } else { nil } } }
             print("storm-metrics re-enumeration: \(storm.sent) uevents sent, \(storm.lost) lost; sessions ended with \(reasons); registry settled \(settle) after the storm")
         }
