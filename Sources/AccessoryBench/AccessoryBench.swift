@@ -6,12 +6,15 @@ import Logging
 ///     accessory-bench replay [--events N] [--devices N] [--runs N]
 ///     accessory-bench hotplug [--cycles N]            (under accessory-sim)
 ///     accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
+///     accessory-bench soak [--cycles N] [--sample-every N] [--warm-up N] [--rss-bound-mib N] [--tolerate-races]   (under accessory-sim)
+///
+/// `ACCESSORY_BENCH_LOG=debug` (or any swift-log level) shows the library's log on stderr.
 @main
 struct AccessoryBench {
     static func main() async throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .warning
+            handler.logLevel = ProcessInfo.processInfo.environment["ACCESSORY_BENCH_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
             return handler
         }
         var args = Array(CommandLine.arguments.dropFirst())
@@ -20,6 +23,7 @@ struct AccessoryBench {
                 usage: accessory-bench replay [--events N] [--devices N] [--snapshot-interval N] [--runs N]
                        accessory-bench hotplug [--cycles N]      (under accessory-sim)
                        accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
+                       accessory-bench soak [--cycles N] [--sample-every N] [--warm-up N] [--rss-bound-mib N] [--tolerate-races]   (under accessory-sim)
                 """)
             exit(64)
         }
@@ -46,6 +50,16 @@ struct AccessoryBench {
         case "session":  // under accessory-sim; C client from benchmarks/c/build.sh
             let c = ProcessInfo.processInfo.environment["BENCH_C_DIR"].map { $0 + "/bulk_echo" } ?? "\(bin.path)/../bench/bulk_echo"
             for row in try await SessionBenchmark(cClient: c, accessoryctl: accessoryctl, megabytes: option("--megabytes", 64), pipeMegabytes: option("--pipe-megabytes", 32), roundTrips: option("--round-trips", 1000), runs: option("--runs", 5)).run() { print(row) }
+        case "soak":  // under accessory-sim, with no accessory plugged in
+            let soak = SoakBenchmark(
+                cycles: option("--cycles", 10_000), sampleEvery: option("--sample-every", 1000), warmUp: option("--warm-up", 200),
+                rssBoundMiB: option("--rss-bound-mib", 8), tolerateRaces: args.contains("--tolerate-races"))
+            do {
+                guard try await soak.run() else { exit(1) }
+            } catch {
+                print("soak: FAILED: \(error)")
+                exit(1)
+            }
         default:
             print("unknown benchmark \(what)")
             exit(64)

@@ -29,9 +29,11 @@ final class LibUSBContext: @unchecked Sendable {
             // parent from the device list when the parent's reference count is 1, even when
             // the parent was unlinked already (it left while a child stayed listed): a
             // list_del on a dead node, which crashed `accessoryctl watch` at shutdown.
-            // Holding one more reference on every listed device and on each of its parents
-            // keeps all of them out of that path. libusb_exit then detaches them from the
-            // context; the cost is leaking those few device structs once, at teardown.
+            // Holding one more reference on each parent of a listed device keeps it out of
+            // that path. libusb_exit then detaches them from the context; the cost is
+            // leaking those few parents (hubs) once, at teardown. The list's own references
+            // are dropped: a device that is no one's parent is freed as usual, so a context
+            // torn down with no accessory attached leaks nothing.
             var list: UnsafeMutablePointer<OpaquePointer?>?
             let count = libusb_get_device_list(raw, &list)
             if count >= 0, let list {
@@ -42,7 +44,7 @@ final class LibUSBContext: @unchecked Sendable {
                         parent = libusb_get_parent(p)
                     }
                 }
-                libusb_free_device_list(list, 0)
+                libusb_free_device_list(list, 1)
             }
         }
         libusb_exit(raw)

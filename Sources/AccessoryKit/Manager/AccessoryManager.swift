@@ -94,9 +94,14 @@ public actor AccessoryManager {
     private var monitorTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     private var pendingReconcile: Task<Void, Never>?
-    /// Instances an operation found gone (NO_DEVICE) that sysfs may list a moment longer:
-    /// reconciles treat them as absent until a scan no longer lists them.
+    /// Instances known gone that sysfs may list a moment longer: the kernel sends the
+    /// remove event before it deletes the sysfs directory, and an operation's NO_DEVICE can
+    /// come before either. Reconciles treat them as absent until a scan no longer lists them.
     private var deadInstances: [DeviceKey: AccessoryDescriptor] = [:]
+    /// The entries the reconcile that asked for confirmation found missing from sysfs, and
+    /// how many times confirmation has been put off since.
+    private var suspectedAbsent: Set<ConnectionID> = []
+    private var confirmations = 0
 
     /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
     /// devices become the first `.connected` events.
@@ -319,7 +324,11 @@ public actor AccessoryManager {
             {
                 port = nil
             }
+            let leaving = registry.accessory(at: DeviceKey(bus: device.bus, address: device.address))
             apply(.removed(DeviceRemoval(bus: device.bus, address: device.address, port: port)))
+            if let leaving, registry[leaving.connectionID] == nil, let key = leaving.descriptor.key {
+                deadInstances[key] = leaving.descriptor
+            }
         }
         scheduleReconcile()
     }
@@ -435,13 +444,41 @@ public actor AccessoryManager {
         return alive
     }
 
-    /// Whether some registry entry's instance is missing from `scan`.
-    private func registryHasAbsentEntries(_ scan: SysfsScanner.Result) -> Bool {
+    /// The registry entries whose instance is missing from `scan`.
+    private func absentEntries(_ scan: SysfsScanner.Result) -> Set<ConnectionID> {
         var live: [DeviceKey: AccessoryDescriptor] = [:]
         for info in scan.devices { if let key = info.descriptor.key { live[key] = info.descriptor } }
-        return registry.accessories.contains { entry in
+        return Set(registry.accessories.filter { entry in
             guard let key = entry.descriptor.key, let d = live[key] else { return true }
             return !d.isSameInstance(as: entry.descriptor)
+        }.map(\.connectionID))
+    }
+
+    /// Whether an evicting reconcile should wait for hotplug events first: a debounced or
+    /// periodic one that finds entries missing asks for a confirming look after
+    /// ``confirmationDelay``; the confirming look waits once more (up to three times) when
+    /// entries have gone missing since, so each gets the full delay for its LEFT event.
+    private func shouldConfirm(_ trigger: Trigger, _ scan: SysfsScanner.Result) -> Bool {
+        guard isHotplugAvailable else { return false }
+        switch trigger {
+        case .debounced, .periodic:
+            let absent = absentEntries(scan)
+            guard !absent.isEmpty else { return false }
+            if pendingReconcile == nil {
+                suspectedAbsent = absent
+                confirmations = 0
+            }
+            scheduleReconcile(.confirm)
+            return true
+        case .confirm:
+            let fresh = absentEntries(scan).subtracting(suspectedAbsent)
+            guard !fresh.isEmpty, confirmations < 3 else { return false }
+            suspectedAbsent.formUnion(fresh)
+            confirmations += 1
+            scheduleReconcile(.confirm)
+            return true
+        default:
+            return false
         }
     }
 
@@ -470,10 +507,7 @@ public actor AccessoryManager {
         var scan = scanner.scan()
         if trigger == .initial, let note = scan.note { logger.notice("\(note)") }
         if !deadInstances.isEmpty { scan.devices = withoutDeadInstances(scan.devices) }
-        if isHotplugAvailable, trigger == .debounced || trigger == .periodic, registryHasAbsentEntries(scan) {
-            scheduleReconcile(.confirm)
-            return Reconciler.Report.none
-        }
+        if shouldConfirm(trigger, scan) { return Reconciler.Report.none }
         var report = Reconciler().reconcile(&registry, against: scan.devices.map(\.descriptor))
         if !monitorTaps.isEmpty { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
         if let (id, operation) = noDevice {
