@@ -96,6 +96,28 @@ struct ManagerTests {
         checkInvariants(await log.events)
     }
 
+    @Test func aReconcileBetweenTheRemoveEventAndTheSysfsRemovalAdmitsNoPhantom() async throws {
+        // The kernel sends "remove" before it deletes the sysfs directory: a reconcile in
+        // between still sees the unplugged instance, and must not admit it again.
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager()
+        let log = await EventLog.recording(m)
+        #expect(await log.wait { $0.count == 1 })
+        let gone = try #require(await log.connected.first)
+        backend.send(.left, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
+        #expect(await log.wait { $0.count == 2 })
+        #expect(await m.refresh().events.isEmpty, "the dying instance was admitted again")
+        try sysfs.remove(port: "1-1")
+        #expect(await m.refresh().events.isEmpty)
+        // The same device back under a new address is a new connection, as ever.
+        try sysfs.add(port: "1-1", bus: 1, address: 6, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        #expect(await m.refresh().events.map(\.accessory.descriptor.address) == [6])
+        #expect(await log.wait { $0.count == 3 })
+        #expect(await log.events.prefix(2) == [.connected(gone), .disconnected(gone, .unplugged)])
+        await m.shutdown()
+        checkInvariants(await log.events)
+    }
+
     @Test func duplicatedAndLostEventsConverge() async throws {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         let m = try await manager()
