@@ -43,6 +43,20 @@ struct ProcessRunner {
         return all[all.count / 2]
     }
 
+    /// Everything a file descriptor gives until end of file, with plain read(2) (so that
+    /// reading a /proc file allocates next to nothing).
+    static func readToEnd(_ fd: Int32) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += buffer[..<n]
+        }
+        return bytes
+    }
+
     static func monotonicSeconds() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

@@ -30,15 +30,7 @@ enum SimulatorControl {
         let line = Array((command + "\n").utf8)
         _ = line.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         shutdown(fd, Int32(SHUT_WR))
-        var reply: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            reply += buffer[..<n]
-        }
-        let text = String(decoding: reply, as: UTF8.self)
+        let text = String(decoding: ProcessRunner.readToEnd(fd), as: UTF8.self)
         guard text.hasPrefix("ok") || command.hasPrefix("list") else { throw Failure(description: "\(command): \(text)") }
         return text
     }
