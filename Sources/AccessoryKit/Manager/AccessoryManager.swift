@@ -7,7 +7,7 @@ import Logging
 /// The manager subscribes to libusb hotplug events first, then takes a sysfs snapshot, so
 /// no attach falls in between. Hotplug events drive a ``ConnectionRegistry``; reconciles
 /// against a fresh sysfs scan evict ghosts and admit devices whose events were lost. A
-/// reconcile runs after a burst of hotplug events (debounced), every
+/// reconcile runs shortly after hotplug events (one per ``Configuration/debounce``), every
 /// ``Configuration/reconcileInterval``, after the system has slept, when the registry
 /// suspects it is out of step, on ``reportNoDevice(_:operation:)`` and on ``refresh()``.
 ///
@@ -19,7 +19,9 @@ public actor AccessoryManager {
     public struct Configuration: Sendable {
         /// How often the registry is reconciled with sysfs when nothing else triggers it.
         public var reconcileInterval: Duration
-        /// How long a burst of hotplug events must settle before the reconcile that follows it.
+        /// How long after a hotplug event the reconcile that follows it runs. Events in that
+        /// wait join the same reconcile, so a long storm gets one reconcile per `debounce`
+        /// (a throttle, not a wait for quiet: the registry catches up during the storm).
         public var debounce: Duration
         /// Only accessories speaking one of these protocols are shown, as an iOS app's
         /// `UISupportedExternalAccessoryProtocols`; `nil` shows every accessory.
