@@ -125,6 +125,50 @@ extension LiveCLITests {
             #expect(again.stdout == "again")
         }
 
+        @Test(
+            "Without permission on the device node, open names the udev rule that fixes it; with the rule's access, the same user opens it",
+            .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv to act as another user"))
+        func permissionDeniedNamesTheUdevRule() throws {
+            let env = ProcessInfo.processInfo.environment
+            let testbed = try #require(env["UMOCKDEV_DIR"], "UMOCKDEV_DIR is set under accessory-sim")
+            let device = try Simulator.plug("1209:00c4:NOPERM")
+            defer { _ = try? Simulator.ctl("unplug", device) }
+            let parts = device.split(separator: ":").compactMap { Int($0) }
+            let node = testbed + String(format: "/dev/bus/usb/%03d/%03d", parts[0], parts[1])
+
+            // Let another user reach the testbed as it would reach /sys and /dev: the
+            // testbed's directories and umockdev's ioctl sockets. The device node itself
+            // stays root's, 0600, as on a machine without the rule.
+            let fm = FileManager.default
+            try fm.setAttributes([.posixPermissions: 0o755], ofItemAtPath: (testbed as NSString).deletingLastPathComponent)
+            try fm.setAttributes([.posixPermissions: 0o1777], ofItemAtPath: testbed)
+            let ioctl = testbed + "/ioctl"
+            for path in [ioctl] + (fm.subpaths(atPath: ioctl) ?? []).map({ ioctl + "/" + $0 }) {
+                try fm.setAttributes([.posixPermissions: 0o777], ofItemAtPath: path)
+            }
+            try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: node)
+            // The tool itself, where that user can run it.
+            let tool = testbed + "/accessoryctl"
+            if !fm.fileExists(atPath: tool) { try fm.copyItem(atPath: OpenCLI.accessoryctl, toPath: tool) }
+            let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", tool, "open", "1209:00c4:NOPERM"] + Self.loopback + ["--idle-timeout", "0.2"]
+
+            let denied = try CLI.run("/usr/bin/setpriv", asNobody, stdin: Data("hi".utf8))
+            #expect(denied.status == 1)
+            let error = denied.stderr.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(error.hasPrefix("error: no permission to open /dev/bus/usb/"), "\(denied.stderr)")
+            #expect(error.contains("accessoryctl udev-rule --vendor 1209 --product 00c4"), "\(denied.stderr)")
+            // `doctor`, run by that user, says the same.
+            let doctor = try CLI.run("/usr/bin/setpriv", Array(asNobody.prefix(4)) + ["doctor"])
+            #expect(doctor.status == 1)
+            #expect(doctor.stdout.contains("1209:00c4 Loopback Accessory on") && doctor.stdout.contains("no permission to open /dev/bus/usb/"), "\(doctor.stdout)")
+
+            // What the rule's uaccess ACL grants the seat's user, here as a mode.
+            try fm.setAttributes([.posixPermissions: 0o666], ofItemAtPath: node)
+            let allowed = try CLI.run("/usr/bin/setpriv", asNobody, stdin: Data("hi".utf8))
+            #expect(allowed.status == 0, "\(allowed.stderr)")
+            #expect(allowed.stdout == "hi")
+        }
+
         @Test("When the accessory goes away, open exits 1 at once, saying why")
         func accessoryGoesAway() throws {
             let dir = try CLI.temporaryDirectory()

@@ -1,4 +1,7 @@
 import AccessoryCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Reads the OS's own list of USB devices from sysfs: the truth a reconcile compares the
 /// registry with.
@@ -39,7 +42,8 @@ public struct SysfsScanner: Sendable {
     /// Scans every device directory under ``root``.
     public func scan() -> Result {
         guard let names = SysfsFiles.list(root) else {
-            return Result(devices: [], note: "no USB subsystem on this machine: \(root) does not exist")
+            let why = errno == EACCES ? "cannot be read (permission denied)" : "does not exist"
+            return Result(devices: [], note: "no USB subsystem on this machine: \(root) \(why)")
         }
         let devices = names.lazy
             .filter { !$0.contains(":") }
