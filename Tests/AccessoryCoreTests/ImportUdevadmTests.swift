@@ -4,6 +4,25 @@ import Testing
 
 @Suite("udevadm monitor importer")
 struct ImportUdevadmTests {
+    @Test("Port chains are ^digits-digits(.digits)*$, on 20,000 random strings")
+    func portChainShape() {
+        // The reference: the regular expression, spelled with split.
+        func digits(_ s: Substring) -> Bool { !s.isEmpty && s.allSatisfy { ("0"..."9").contains($0) } }
+        func reference(_ s: String) -> Bool {
+            let parts = s.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, digits(parts[0]) else { return false }
+            return parts[1].split(separator: ".", omittingEmptySubsequences: false).allSatisfy(digits)
+        }
+        var rng = SplitMix64(seed: 7)
+        let alphabet = Array("0123-..-x9/")
+        for _ in 0..<20_000 {
+            let s = String((0..<Int(rng.next() % 9)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] })
+            #expect(UdevadmEvent.isPortChain(Substring(s)) == reference(s), "\(s)")
+        }
+        for s in ["1-1", "3-12.4.3", "10-2.1"] { #expect(UdevadmEvent.isPortChain(Substring(s))) }
+        for s in ["usb1", "1-", "-1", "1-1.", "1-1..2", "1.2-3", "1-1:1.0", "1--2", ""] { #expect(!UdevadmEvent.isPortChain(Substring(s)), "\(s)") }
+    }
+
     private static let corpus = TraceTestSupport.shared.appendingPathComponent("corpus/hotplug-logs")
 
     private func importCorpus(_ name: String) throws -> UdevadmImport {

@@ -61,7 +61,11 @@ struct UdevadmEvent: Sendable {
 
     /// The last segment of the device path: the port chain of a USB device (`3-12.4.3`).
     var lastSegment: Substring {
-        devpath.split(separator: "/").last ?? Substring(devpath)
+        let slash = UInt8(ascii: "/")
+        var path = Substring(devpath)
+        while path.utf8.last == slash { path = path.dropLast() }
+        guard let i = path.utf8.lastIndex(of: slash) else { return path }
+        return path[path.utf8.index(after: i)...]
     }
 
     /// Whether this is a USB *device* (not a root hub, an interface or another subsystem).
@@ -73,11 +77,22 @@ struct UdevadmEvent: Sendable {
 
     /// `^\d+-\d+(\.\d+)*$`, such as `1-1.4`.
     static func isPortChain(_ s: Substring) -> Bool {
-        guard let dash = s.firstIndex(of: "-") else { return false }
-        let bus = s[..<dash]
-        guard !bus.isEmpty, bus.allSatisfy(\.isDigit) else { return false }
-        return s[s.index(after: dash)...].split(separator: ".", omittingEmptySubsequences: false)
-            .allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isDigit) }
+        // digits, "-", then digit runs separated by single dots
+        var sawDash = false
+        var runLength = 0
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                runLength += 1
+            case UInt8(ascii: "-") where !sawDash, UInt8(ascii: ".") where sawDash:
+                guard runLength > 0 else { return false }
+                sawDash = true
+                runLength = 0
+            default:
+                return false
+            }
+        }
+        return sawDash && runLength > 0
     }
 
     /// Copies in the properties this copy of the event lacks.

@@ -34,7 +34,10 @@ public struct UdevadmImporter: Sendable {
             let reason = FileManager.default.fileExists(atPath: path) ? "cannot read the file" : "no such file"
             throw TraceError(file: path, line: nil, reason: reason)
         }
-        return try importLog(bytes: [UInt8](data), name: path)
+        let result = data.withUnsafeBytes { raw in
+            Result { () throws(TraceError) in try importLog(bytes: raw.bindMemory(to: UInt8.self), name: path) }
+        }
+        return try result.get()
     }
 
     /// Imports a log held in memory; `name` stands for the file in errors and warnings.
@@ -44,13 +47,22 @@ public struct UdevadmImporter: Sendable {
 
     /// Imports a log held in memory; `name` stands for the file in errors and warnings.
     public func importLog(bytes: [UInt8], name: String = "<memory>") throws(TraceError) -> UdevadmImport {
+        try bytes.withUnsafeBufferPointer { buffer throws(TraceError) in try importLog(bytes: buffer, name: name) }
+    }
+
+    private func importLog(bytes: UnsafeBufferPointer<UInt8>, name: String) throws(TraceError) -> UdevadmImport {
         var scan = Scan()
         // Split on bytes: as Characters, "\r\n" is one grapheme and would hide the newline.
-        for (i, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
-            scan.take(Substring(String(decoding: line, as: UTF8.self)), number: i + 1)
+        var start = 0
+        var number = 0
+        while start <= bytes.count {
+            let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
+            number += 1
+            scan.take(Substring(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)), number: number)
+            start = end + 1
         }
         scan.closeBlock()
-        guard !scan.events.isEmpty || scan.sawBanner else {
+        guard scan.sawEvent || scan.sawBanner else {
             throw TraceError(file: name, line: nil, reason: Self.notALogReason(bytes: bytes, scan: scan))
         }
         var warnings: [TraceWarning] = []
@@ -117,6 +129,10 @@ public struct UdevadmImporter: Sendable {
         var events: [UdevadmEvent] = []
         /// The event whose property block is open.
         var current: UdevadmEvent?
+        /// Whether ``current`` can become a record (a USB add or remove); the properties of
+        /// other events are read past, not kept.
+        var keepsCurrent = false
+        var sawEvent = false
         var sawBanner = false
         var unrecognized = 0
         var firstUnrecognized: (Int, String)?
@@ -124,9 +140,11 @@ public struct UdevadmImporter: Sendable {
         var looksLikeLsusb = 0
         var looksLikeInfo = 0
 
+        /// Ends the open event, keeping it when it is a USB device's add or remove.
         mutating func closeBlock() {
-            if let current { events.append(current) }
+            if keepsCurrent, let current, current.isUSBDevice { events.append(current) }
             current = nil
+            keepsCurrent = false
         }
 
         mutating func take(_ raw: Substring, number: Int) {
@@ -140,13 +158,15 @@ public struct UdevadmImporter: Sendable {
                 closeBlock()
                 return
             }
-            if let event = UdevadmEvent(header: line, line: number) {
+            if line.first == "K" || line.first == "U", let event = UdevadmEvent(header: line, line: number) {
                 closeBlock()
+                sawEvent = true
+                keepsCurrent = (event.action == "add" || event.action == "remove") && event.subsystem == "usb"
                 current = event
                 return
             }
-            if current != nil, let eq = line.firstIndex(of: "="), UdevadmImporter.isPropertyKey(line[..<eq]) {
-                current!.properties[String(line[..<eq])] = String(line[line.index(after: eq)...])
+            if current != nil, let eq = line.utf8.firstIndex(of: UInt8(ascii: "=")), UdevadmImporter.isPropertyKey(line[..<eq]) {
+                if keepsCurrent { current!.properties[String(line[..<eq])] = String(line[line.index(after: eq)...]) }
                 return
             }
             if UdevadmImporter.isBanner(line) {
@@ -169,10 +189,11 @@ public struct UdevadmImporter: Sendable {
     }
 
     static func trimmed(_ s: Substring) -> Substring {
-        var s = s
-        while let c = s.first, c == " " || c == "\t" { s = s.dropFirst() }
-        while let c = s.last, c == " " || c == "\t" { s = s.dropLast() }
-        return s
+        let utf8 = s.utf8
+        let blank = { (b: UInt8) in b == UInt8(ascii: " ") || b == UInt8(ascii: "\t") }
+        guard let first = utf8.firstIndex(where: { !blank($0) }) else { return s[s.endIndex...] }
+        let last = utf8.lastIndex(where: { !blank($0) })!
+        return s[first...last]
     }
 
     /// `[A-Z0-9_]+`, the shape of a udev property name.
@@ -199,7 +220,7 @@ public struct UdevadmImporter: Sendable {
         return s.prefix { $0 != " " }.contains("@") && (s.contains("$") || s.contains("#"))
     }
 
-    private static func notALogReason(bytes: [UInt8], scan: Scan) -> String {
+    private static func notALogReason(bytes: UnsafeBufferPointer<UInt8>, scan: Scan) -> String {
         var reason = "not a udevadm monitor log: no KERNEL[…] or UDEV […] event lines and no monitor banner"
         if bytes.isEmpty {
             reason += " (the file is empty)"
