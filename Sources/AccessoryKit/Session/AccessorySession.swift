@@ -22,7 +22,8 @@ import Synchronization
 ///   has accepted all of them.
 /// - Every failure is an ``AccessoryError``. When the accessory goes away (a transfer finds
 ///   it gone, or the manager disconnects its connection ID for any reason), both directions
-///   end at once with `.accessoryDisconnected(reason)`. Cancelling a task cancels its
+///   end at once with `.accessoryDisconnected(reason)`, where `reason` is the one the
+///   manager's `.disconnected` notification for that ID carries. Cancelling a task cancels its
 ///   transfers and throws `.cancelled`; the session stays usable. After ``close()``, writes
 ///   throw `.sessionClosed` and the input finishes.
 /// - Only one session per accessory and protocol can be open at a time.
