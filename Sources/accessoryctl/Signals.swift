@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,18 +20,10 @@ enum TerminationSignals {
             source.resume()
             sources.append(source)
         }
-        let keep = SourceBox(sources)
-        continuation.onTermination = { _ in keep.cancel() }
+        // The handler keeps the sources alive for as long as the stream is; a Mutex makes
+        // the (non-Sendable) sources safe to hand to it.
+        let keep = Mutex(sources)
+        continuation.onTermination = { _ in keep.withLock { $0.forEach { $0.cancel() } } }
         return stream
     }
-}
-
-/// Keeps the dispatch sources alive for as long as the stream is.
-///
-/// `@unchecked Sendable` is safe here: `sources` is set once in `init` and never mutated,
-/// and `DispatchSource.cancel()` is thread-safe.
-private final class SourceBox: @unchecked Sendable {
-    private let sources: [any DispatchSourceSignal]
-    init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
-    func cancel() { sources.forEach { $0.cancel() } }
 }

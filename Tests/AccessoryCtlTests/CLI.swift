@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs the built `accessoryctl` (or another program) and captures its output.
 enum CLI {
@@ -60,12 +61,9 @@ enum CLI {
 }
 
 /// A value handed from one thread to another.
-final class LockedData: @unchecked Sendable {
-    // Safe: every access to `data` and `done` holds `lock`.
-    private let lock = NSLock()
-    private var data = Data()
-    private var done = false
-    func set(_ d: Data) { lock.lock(); data = d; done = true; lock.unlock() }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return done }
-    var value: Data { lock.lock(); defer { lock.unlock() }; return data }
+final class LockedData: Sendable {
+    private let state = Mutex<(data: Data, done: Bool)>((Data(), false))
+    func set(_ d: Data) { state.withLock { $0 = (d, true) } }
+    var isSet: Bool { state.withLock { $0.done } }
+    var value: Data { state.withLock { $0.data } }
 }
