@@ -283,19 +283,7 @@ struct SessionBenchmark {
 
     static func randomBytes(_ count: Int) -> [UInt8] {
         var rng = SplitMix64(seed: UInt64(count))
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let raw = UnsafeMutableRawBufferPointer(buffer)
-            var i = 0
-            while i + 8 <= count {
-                raw.storeBytes(of: rng.next(), toByteOffset: i, as: UInt64.self)
-                i += 8
-            }
-            while i < count {
-                raw[i] = UInt8(truncatingIfNeeded: rng.next())
-                i += 1
-            }
-            initialized = count
-        }
+        return rng.bytes(count)
     }
 
     static func row(_ mode: String, _ client: String, _ s: Sample, against c: Sample) -> String {

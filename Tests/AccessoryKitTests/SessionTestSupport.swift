@@ -70,19 +70,7 @@ enum SessionFixtures {
     /// `count` pseudo-random bytes, the same for the same seed.
     static func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
         var rng = SplitMix64(seed: seed)
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let raw = UnsafeMutableRawBufferPointer(buffer)
-            var i = 0
-            while i + 8 <= count {
-                raw.storeBytes(of: rng.next(), toByteOffset: i, as: UInt64.self)
-                i += 8
-            }
-            while i < count {
-                raw[i] = UInt8(truncatingIfNeeded: rng.next())
-                i += 1
-            }
-            initialized = count
-        }
+        return rng.bytes(count)
     }
 
     /// Whether `chunk` equals `expected[offset ..< offset + chunk.count]` (memcmp, so that

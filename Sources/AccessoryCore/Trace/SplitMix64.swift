@@ -26,6 +26,23 @@ public struct SplitMix64: RandomNumberGenerator, Hashable, Sendable {
         return Int(next().multipliedFullWidth(by: UInt64(bound)).high)
     }
 
+    /// `count` pseudo-random bytes, eight per number (for test and benchmark payloads).
+    public mutating func bytes(_ count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            var i = 0
+            while i + 8 <= count {
+                raw.storeBytes(of: next(), toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < count {
+                raw[i] = UInt8(truncatingIfNeeded: next())
+                i += 1
+            }
+            initialized = count
+        }
+    }
+
     /// True with probability `p`.
     public mutating func chance(_ p: Double) -> Bool {
         nextUnit() < p
