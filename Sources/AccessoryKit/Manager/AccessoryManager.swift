@@ -320,13 +320,11 @@ public actor AccessoryManager {
             // libusb builds the port chain from its own parent links, which can be shorter
             // than the kernel's name when a parent hub is missing from its list. When the
             // entry at this address is the same device, match on the address alone.
+            let leaving = registry.accessory(at: DeviceKey(bus: device.bus, address: device.address))
             var port: String? = device.port
-            if let entry = registry.accessory(at: DeviceKey(bus: device.bus, address: device.address)),
-                entry.descriptor.vendor == device.device.vendor, entry.descriptor.product == device.device.product
-            {
+            if let leaving, leaving.descriptor.vendor == device.device.vendor, leaving.descriptor.product == device.device.product {
                 port = nil
             }
-            let leaving = registry.accessory(at: DeviceKey(bus: device.bus, address: device.address))
             apply(.removed(DeviceRemoval(bus: device.bus, address: device.address, port: port)))
             if let leaving, registry[leaving.connectionID] == nil, let key = leaving.descriptor.key {
                 deadInstances[key] = leaving.descriptor
