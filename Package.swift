@@ -54,8 +54,11 @@ let package = Package(
         .executableTarget(name: "FuzzTraceReader", dependencies: ["AccessoryCore", "FuzzSupport"]),
         .executableTarget(name: "FuzzUdevadmImporter", dependencies: ["AccessoryCore", "FuzzSupport"]),
         .executableTarget(name: "FuzzDescriptorParser", dependencies: ["AccessoryCore", "FuzzSupport"]),
-        .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore"]),
-        .testTarget(name: "AccessoryKitTests", dependencies: ["AccessoryKit", "AccessoryCore"]),
-        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore"]),
+        // What the test targets share: fixture paths, the ../shared conditions, and the
+        // project's own replay and list checks.
+        .target(name: "AccessoryTestSupport", path: "Tests/AccessoryTestSupport"),
+        .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
+        .testTarget(name: "AccessoryKitTests", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTestSupport"]),
+        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
     ]
 )

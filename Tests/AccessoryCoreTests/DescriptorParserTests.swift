@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import AccessoryTestSupport
 @testable import AccessoryCore
 
 /// The Sony Xperia Mini Pro's `descriptors` attribute, from umockdev's recording.
@@ -18,9 +19,13 @@ func hexBytes(_ hex: String) -> [UInt8] {
     return bytes
 }
 
-/// Every `H: descriptors=` blob in the corpus of real recordings, by file.
+/// Every `H: descriptors=` blob in the corpus of real recordings (`../shared`, when present)
+/// and in the package's own fixture recordings, by file.
 func corpusDescriptors() -> [(file: String, bytes: [UInt8])] {
-    let root = ProcessInfo.processInfo.environment["ACCESSORY_CORPUS"] ?? "/work/shared/corpus/usb-recordings"
+    descriptors(under: SharedFolder.recordings.path) + descriptors(under: Fixtures.recordings.path)
+}
+
+private func descriptors(under root: String) -> [(file: String, bytes: [UInt8])] {
     guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
     var found: [(String, [UInt8])] = []
     for case let path as String in walker where path.hasSuffix(".umockdev") {
@@ -58,7 +63,20 @@ struct DescriptorParserTests {
         #expect(d.configuration(value: 1) == c && d.configuration(value: 9) == c)
     }
 
-    @Test(.enabled(if: !corpusDescriptors().isEmpty, "the corpus of recordings is not on this machine"))
+    @Test("The package's own recording: a loopback accessory behind a hub, and the hubs")
+    func parsesTheFixtureRecording() throws {
+        let own = descriptors(under: Fixtures.recordings.path)
+        #expect(own.count == 3)
+        let parsed = try own.map { try USBDescriptorParser.parse(sysfsDescriptors: $0.bytes) }
+        #expect(parsed.allSatisfy { $0.issues.isEmpty })
+        let loopback = try #require(parsed.first { $0.device.vendor == 0x1209 })
+        let i = try #require(loopback.configurations.first?.interface(0))
+        #expect(i.isVendorSpecific && i.nameIndex == 4)
+        #expect(i.endpoints.map(\.address) == [0x01, 0x81] && i.endpoints.allSatisfy { $0.transferType == .bulk && $0.maxPacketSize == 512 })
+        #expect(parsed.filter { $0.device.deviceClass == 9 }.count == 2)
+    }
+
+    @Test(.needsCorpus)
     func parsesEveryRecordingCleanly() throws {
         let corpus = corpusDescriptors()
         #expect(corpus.count >= 40)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import AccessoryTestSupport
 @testable import AccessoryCore
 
 @Suite("udevadm monitor importer")
@@ -23,13 +24,16 @@ struct ImportUdevadmTests {
         for s in ["usb1", "1-", "-1", "1-1.", "1-1..2", "1.2-3", "1-1:1.0", "1--2", ""] { #expect(!UdevadmEvent.isPortChain(Substring(s)), "\(s)") }
     }
 
-    private static let corpus = TraceTestSupport.shared.appendingPathComponent("corpus/hotplug-logs")
+    private static let corpus = SharedFolder.hotplugLogs
 
     private func importCorpus(_ name: String) throws -> UdevadmImport {
         let path = Self.corpus.appendingPathComponent(name).path
-        try #require(FileManager.default.fileExists(atPath: path),
-                     "missing \(path): the tests expect shared/corpus next to the repository")
+        try #require(FileManager.default.fileExists(atPath: path), "missing \(path)")
         return try UdevadmImporter().importLog(path: path)
+    }
+
+    private func importFixture(_ name: String) throws -> UdevadmImport {
+        try UdevadmImporter().importLog(path: Fixtures.hotplugLogs.appendingPathComponent(name).path)
     }
 
     private func importText(_ text: String) throws -> UdevadmImport {
@@ -40,7 +44,7 @@ struct ImportUdevadmTests {
 
     // MARK: The corpus
 
-    @Test("yunfei00: a CH340 removed and added on 1-7.2 (plain form, tty and usb-serial skipped)")
+    @Test("yunfei00: a CH340 removed and added on 1-7.2 (plain form, tty and usb-serial skipped)", .needsCorpus)
     func yunfei00() throws {
         let result = try importCorpus("yunfei00-udevadm-monitor-ch340-remove-add.log")
         #expect(result.records == [
@@ -50,7 +54,7 @@ struct ImportUdevadmTests {
         #expect(result.warnings.isEmpty && result.skippedLines == 0, "the command, banner and comment are known")
     }
 
-    @Test("kiibohd: a keyboard re-enumerates on 3-12.4.3 (KERNEL and UDEV copies counted once)")
+    @Test("kiibohd: a keyboard re-enumerates on 3-12.4.3 (KERNEL and UDEV copies counted once)", .needsCorpus)
     func kiibohdReenumerate() throws {
         let result = try importCorpus("kiibohd-udevadm-monitor-kernel-udev-reenumerate.log")
         #expect(result.records == [
@@ -60,7 +64,7 @@ struct ImportUdevadmTests {
         #expect(result.warnings.isEmpty)
     }
 
-    @Test("kiibohd: an FTDI adapter with its udev properties")
+    @Test("kiibohd: an FTDI adapter with its udev properties", .needsCorpus)
     func kiibohdEnvironment() throws {
         let result = try importCorpus("kiibohd-udevadm-monitor-environment-ftdi.log")
         #expect(result.records == [
@@ -71,14 +75,17 @@ struct ImportUdevadmTests {
         #expect(result.warnings.isEmpty)
     }
 
-    @Test("Files that are not udevadm monitor logs give a clear error naming the file", arguments: [
+    @Test("Files that are not udevadm monitor logs give a clear error naming the file", .needsCorpus, arguments: [
         ("kiibohd-dmesg-usb-disconnect-reconnect.log", "dmesg"),
         ("kiibohd-lsusb.txt", "lsusb"),
         ("kiibohd-1c11-b04d-lsusb-v.txt", "lsusb"),
         ("yunfei00-ch340-1a86-7523-udevadm-info.txt", "udevadm info"),
     ])
     func notLogs(name: String, guess: String) throws {
-        let path = Self.corpus.appendingPathComponent(name).path
+        try refused(Self.corpus.appendingPathComponent(name).path, guess: guess)
+    }
+
+    private func refused(_ path: String, guess: String) throws {
         try #require(FileManager.default.fileExists(atPath: path), "missing \(path)")
         let error = try #require(throws: TraceError.self) { try UdevadmImporter().importLog(path: path) }
         #expect(error.file == path && error.line == nil)
@@ -87,13 +94,67 @@ struct ImportUdevadmTests {
         #expect(error.description.hasPrefix("\(path): not a udevadm monitor log"))
     }
 
-    @Test("Every file of the corpus either imports into a valid trace or is clearly refused")
+    @Test("Every file of the corpus either imports into a valid trace or is clearly refused", .needsCorpus)
     func everyCorpusFile() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).sorted()
+        #expect(try importsOrRefusesEveryFile(in: Self.corpus) == 3)
+    }
+
+    // MARK: The package's own samples of the same cases
+
+    @Test("A serial adapter removed and added on 2-3.1 (plain form, banner, comment, tty and usb-serial skipped)")
+    func fixturePlain() throws {
+        let result = try importFixture("udevadm-monitor-plain-serial-remove-add.log")
+        #expect(result.records == [
+            TraceRecord(t: 0, event: .removed(DeviceRemoval(bus: 2, address: nil, port: "2-3.1")), line: 9),
+            TraceRecord(t: 4.245123, event: .added(AccessoryDescriptor(bus: 2, address: nil, port: "2-3.1")), line: 14),
+        ])
+        #expect(result.warnings.isEmpty && result.skippedLines == 0, "the command, banner and comment are known")
+    }
+
+    @Test("A device re-enumerates on 1-4.2.1 (KERNEL and UDEV copies counted once)")
+    func fixtureReenumerate() throws {
+        let result = try importFixture("udevadm-monitor-kernel-udev-reenumerate.log")
+        #expect(result.records == [
+            TraceRecord(t: 0, event: .removed(DeviceRemoval(bus: 1, address: nil, port: "1-4.2.1")), line: 6),
+            TraceRecord(t: 0.230656, event: .added(AccessoryDescriptor(bus: 1, address: nil, port: "1-4.2.1")), line: 9),
+        ])
+        #expect(result.warnings.isEmpty)
+    }
+
+    @Test("A loopback accessory with its udev properties (--environment form)")
+    func fixtureEnvironment() throws {
+        let result = try importFixture("udevadm-monitor-environment-loopback.log")
+        #expect(result.records == [
+            TraceRecord(t: 0, event: .added(AccessoryDescriptor(
+                bus: 1, address: 23, port: "1-6", vendor: 0x1209, product: 0x0001, bcdDevice: 0x0100,
+                serial: "LB-0042", manufacturer: "Example", name: "Loopback Accessory")), line: 12),
+        ])
+        #expect(result.warnings.isEmpty)
+    }
+
+    @Test("Samples that are not udevadm monitor logs give a clear error naming the file", arguments: [
+        ("dmesg-usb-disconnect-reconnect.log", "dmesg"),
+        ("lsusb.txt", "lsusb"),
+        ("lsusb-v-loopback.txt", "lsusb"),
+        ("udevadm-info-ttyACM0.txt", "udevadm info"),
+    ])
+    func fixtureNotLogs(name: String, guess: String) throws {
+        try refused(Fixtures.hotplugLogs.appendingPathComponent(name).path, guess: guess)
+    }
+
+    @Test("Every sample either imports into a valid trace or is clearly refused")
+    func everyFixtureFile() throws {
+        #expect(try importsOrRefusesEveryFile(in: Fixtures.hotplugLogs) == 3)
+    }
+
+    /// Imports every file of a folder; a udevadm monitor log must give a valid trace, any
+    /// other file a clear refusal. Returns how many imported.
+    private func importsOrRefusesEveryFile(in folder: URL) throws -> Int {
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         #expect(files.count >= 7)
         var imported = 0
         for name in files {
-            let path = Self.corpus.appendingPathComponent(name).path
+            let path = folder.appendingPathComponent(name).path
             do {
                 let result = try UdevadmImporter().importLog(path: path)
                 #expect(name.contains("udevadm-monitor"), "\(name) imported")
@@ -108,7 +169,7 @@ struct ImportUdevadmTests {
                 #expect(error.reason.hasPrefix("not a udevadm monitor log"))
             }
         }
-        #expect(imported == 3)
+        return imported
     }
 
     // MARK: Hand-written logs

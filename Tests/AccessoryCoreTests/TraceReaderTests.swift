@@ -7,8 +7,6 @@ enum TraceTestSupport {
     /// The repository root (three levels above this file).
     static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
-    /// `shared/`, next to the repository.
-    static let shared = repoRoot.deletingLastPathComponent().appendingPathComponent("shared")
 
     /// A fresh empty directory under the temporary directory.
     static func temporaryDirectory() throws -> URL {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import AccessoryTestSupport
 @testable import AccessoryCore
 
 @Suite("Trace replay")
@@ -37,12 +38,13 @@ struct TraceReplayTests {
             Self.contractFinal,
         ])
         #expect(output.hasSuffix("\n"))
-        // The example lines are the contract's own, if the contract is at hand.
-        let contract = TraceTestSupport.shared.appendingPathComponent("TRACE-FORMAT.md")
-        if let text = try? String(contentsOf: contract, encoding: .utf8) {
-            for line in [Self.contractConnected, Self.contractDisconnected, Self.contractFinal] {
-                #expect(text.contains("    " + line + "\n"), "TRACE-FORMAT.md has \(line)")
-            }
+    }
+
+    @Test("The example lines above are the contract's own", .needsContracts)
+    func examplesAreTheContracts() throws {
+        let text = try String(contentsOf: SharedFolder.root.appendingPathComponent("TRACE-FORMAT.md"), encoding: .utf8)
+        for line in [Self.contractConnected, Self.contractDisconnected, Self.contractFinal] {
+            #expect(text.contains("    " + line + "\n"), "TRACE-FORMAT.md has \(line)")
         }
     }
 
@@ -133,13 +135,8 @@ struct TraceReplayTests {
         #expect(Set(replayer.registry.accessories.map(\.descriptor)) == Set(truth))
     }
 
-    @Test("check-replay.py accepts the replay of a generated trace file")
-    func externalChecker() throws {
-        let checker = TraceTestSupport.shared.appendingPathComponent("tools/check-replay.py")
-        try #require(FileManager.default.fileExists(atPath: checker.path),
-                     "missing \(checker.path): the tests expect shared/ next to the repository")
-        let dir = try TraceTestSupport.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+    /// Writes a generated trace with faults and its replay output to `dir`; returns both paths.
+    private func writeGeneratedReplay(in dir: URL) throws -> (trace: String, output: String) {
         let tracePath = dir.appendingPathComponent("gen.trace").path
         let outPath = dir.appendingPathComponent("replay.jsonl").path
 
@@ -167,6 +164,41 @@ struct TraceReplayTests {
         output.appendFinal(replayer.registry.accessories)
         try output.write(to: &sink)
         close(outFD)
+        return (tracePath, outPath)
+    }
+
+    @Test("The project's replay check accepts the replay of a generated trace file, and refuses broken ones")
+    func ownChecker() throws {
+        let dir = try TraceTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (tracePath, outPath) = try writeGeneratedReplay(in: dir)
+        let verdict = try ReplayCheck().check(tracePath: tracePath, outputPath: outPath)
+        #expect(verdict.isOK, "\(verdict.problems.prefix(3))")
+        #expect(verdict.connectionIDs > 100 && verdict.ghostEvictions > 0)
+
+        // The check can fail: a reused ID, a lost disconnect, an unknown reason, a wrong final.
+        let trace = try String(contentsOfFile: tracePath, encoding: .utf8)
+        var lines = try String(contentsOfFile: outPath, encoding: .utf8).split(separator: "\n").map(String.init)
+        let firstConnect = try #require(lines.firstIndex { $0.contains(#""notification":"connected""#) })
+        var reused = lines
+        reused.insert(lines[firstConnect], at: firstConnect + 1)
+        #expect(ReplayCheck().check(trace: trace, output: reused.joined(separator: "\n")).problems.contains { $0.contains("reused") })
+        let firstDisconnect = try #require(lines.firstIndex { $0.contains(#""notification":"disconnected""#) })
+        var badReason = lines
+        badReason[firstDisconnect] = badReason[firstDisconnect].replacingOccurrences(of: #""reason":""#, with: #""reason":"x"#)
+        #expect(ReplayCheck().check(trace: trace, output: badReason.joined(separator: "\n")).problems.contains { $0.contains("unknown reason") })
+        lines.remove(at: firstDisconnect)
+        #expect(!ReplayCheck().check(trace: trace, output: lines.joined(separator: "\n")).isOK)
+        lines[lines.count - 1] = #"{"final":[]}"#
+        #expect(!ReplayCheck().check(trace: trace, output: lines.joined(separator: "\n")).isOK)
+    }
+
+    @Test("check-replay.py accepts the replay of a generated trace file", .needsContractTools)
+    func externalChecker() throws {
+        let checker = SharedFolder.tools.appendingPathComponent("check-replay.py")
+        let dir = try TraceTestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (tracePath, outPath) = try writeGeneratedReplay(in: dir)
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")

@@ -5,7 +5,6 @@ import Synchronization
 enum CLI {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
-    static let shared = packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
 
     /// The accessoryctl binary: `$ACCESSORYCTL`, or the one beside this test bundle.
     static var accessoryctl: String {

@@ -1,32 +1,43 @@
 import AccessoryCore
+import AccessoryTestSupport
 import Foundation
 import Testing
 
 @Suite("accessoryctl replay and import")
 struct ReplayCLITests {
     static let fixture = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/eight-hours-asleep.jsonl").path
-    static let checkReplay = CLI.shared.appendingPathComponent("tools/check-replay.py").path
+    /// The project's replay check on a trace and its replay output.
+    static func check(trace: String, output: String) throws -> ReplayCheck.Verdict {
+        ReplayCheck().check(trace: try String(contentsOfFile: trace, encoding: .utf8), output: output)
+    }
 
-    /// Runs check-replay.py on a trace and its replay output; returns its one-line verdict.
-    static func check(trace: String, output: String) throws -> CLI.Result {
+    /// The team's check-replay.py on a trace and its replay output; its one-line verdict.
+    static func externalCheck(trace: String, output: String) throws -> CLI.Result {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("replay.jsonl")
         try output.write(to: out, atomically: true, encoding: .utf8)
-        return try CLI.run("/usr/bin/python3", [checkReplay, trace, out.path])
+        return try CLI.run("/usr/bin/python3", [SharedFolder.tools.appendingPathComponent("check-replay.py").path, trace, out.path])
     }
 
-    @Test("The eight-hours trace replays to the live device, ghosts evicted, and passes check-replay.py")
+    @Test("The eight-hours trace replays to the live device, ghosts evicted, and passes the replay check")
     func eightHours() throws {
         let r = try CLI.ctl("replay", Self.fixture, "--json")
         #expect(r.status == 0)
         let verdict = try Self.check(trace: Self.fixture, output: r.stdout)
-        #expect(verdict.status == 0, "\(verdict.stdout)")
-        #expect(verdict.stdout.hasPrefix("ok ids=5 ghost-evicted=3"))
+        #expect(verdict == ReplayCheck.Verdict(problems: [], connectionIDs: 5, ghostEvictions: 3))
         #expect(r.stdoutLines.last == #"{"final":[{"connectionID":5,"bus":1,"address":12,"port":"1-1","vendor":"1209","product":"0001","serial":"SN1"}]}"#)
     }
 
-    @Test("Generated traces with faults pass check-replay.py", arguments: [1, 2, 3] as [UInt64])
+    @Test("The eight-hours trace's replay passes the team's check-replay.py too", .needsContractTools)
+    func eightHoursExternal() throws {
+        let r = try CLI.ctl("replay", Self.fixture, "--json")
+        let verdict = try Self.externalCheck(trace: Self.fixture, output: r.stdout)
+        #expect(verdict.status == 0, "\(verdict.stdout)")
+        #expect(verdict.stdout.hasPrefix("ok ids=5 ghost-evicted=3"))
+    }
+
+    @Test("Generated traces with faults pass the replay check (and check-replay.py where ../shared is)", arguments: [1, 2, 3] as [UInt64])
     func generated(seed: UInt64) throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -46,7 +57,11 @@ struct ReplayCLITests {
             let r = try CLI.run(CLI.accessoryctl, args)
             #expect(r.status == 0, "\(r.stderr)")
             let verdict = try Self.check(trace: trace.path, output: r.stdout)
-            #expect(verdict.status == 0, "faults \(faults ?? "none"): \(verdict.stdout)")
+            #expect(verdict.isOK, "faults \(faults ?? "none"): \(verdict.problems.prefix(3))")
+            if SharedFolder.hasTools {
+                let external = try Self.externalCheck(trace: trace.path, output: r.stdout)
+                #expect(external.status == 0, "faults \(faults ?? "none"): \(external.stdout)")
+            }
         }
     }
 
@@ -90,14 +105,24 @@ struct ReplayCLITests {
         #expect(r.stderr.contains("drop"))
     }
 
-    @Test("Every udevadm log in the corpus imports; other logs are refused clearly")
+    @Test("Every udevadm log in the corpus imports; other logs are refused clearly", .needsCorpus)
     func corpusImports() throws {
-        let dir = CLI.shared.appendingPathComponent("corpus/hotplug-logs")
-        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(try importsOrRefuses(folder: SharedFolder.hotplugLogs) == 3)
+    }
+
+    @Test("Every udevadm sample of the package imports; other samples are refused clearly")
+    func fixtureImports() throws {
+        #expect(try importsOrRefuses(folder: Fixtures.hotplugLogs) == 3)
+    }
+
+    /// Runs `import udevadm` on every file of a folder, and `replay` on what it prints.
+    /// Returns how many imported.
+    private func importsOrRefuses(folder: URL) throws -> Int {
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         #expect(files.count >= 7)
         var imported = 0
         for file in files {
-            let path = dir.appendingPathComponent(file).path
+            let path = folder.appendingPathComponent(file).path
             let r = try CLI.ctl("import", "udevadm", path)
             if file.contains("udevadm-monitor") {
                 #expect(r.status == 0, "\(file): \(r.stderr)")
@@ -111,20 +136,20 @@ struct ReplayCLITests {
                 #expect(r.stderr.contains("not a udevadm monitor log"), "\(file): \(r.stderr)")
             }
         }
-        #expect(imported == 3)
+        return imported
     }
 
-    @Test("import -o writes a trace that replays: the CH340 remove and re-add")
+    @Test("import -o writes a trace that replays: a serial adapter's remove and re-add")
     func importToFile() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let out = dir.appendingPathComponent("ch340.jsonl").path
-        let log = CLI.shared.appendingPathComponent("corpus/hotplug-logs/yunfei00-udevadm-monitor-ch340-remove-add.log").path
+        let out = dir.appendingPathComponent("serial.jsonl").path
+        let log = Fixtures.path("hotplug-logs/udevadm-monitor-plain-serial-remove-add.log")
         let r = try CLI.ctl("import", "udevadm", log, "-o", out)
         #expect(r.status == 0)
         let replay = try CLI.ctl("replay", out, "--json")
         #expect(replay.stdoutLines.count == 2)
-        #expect(replay.stdoutLines.first?.contains(#""notification":"connected","connectionID":1,"bus":1,"#) == true)
-        #expect(replay.stdoutLines.first?.contains(#""port":"1-7.2""#) == true)
+        #expect(replay.stdoutLines.first?.contains(#""notification":"connected","connectionID":1,"bus":2,"#) == true)
+        #expect(replay.stdoutLines.first?.contains(#""port":"2-3.1""#) == true)
     }
 }
