@@ -13,13 +13,14 @@ final class FakeUptime: Sendable {
     }
 }
 
-@Suite("AccessoryManager over a fake sysfs and a fake hotplug backend")
+@Suite("AccessoryManager over a fake sysfs and fake hotplug notices")
 struct ManagerTests {
     let sysfs: FakeSysfs
-    let backend = FakeBackend()
+    let backend: FakeHost
 
     init() throws {
         sysfs = try FakeSysfs()
+        backend = FakeHost(sysfsRoot: sysfs.root)
     }
 
     func manager(
@@ -29,7 +30,8 @@ struct ManagerTests {
         let configuration = AccessoryManager.Configuration(
             reconcileInterval: interval, debounce: .milliseconds(5), supportedProtocols: supported,
             protocolTable: table, sysfsRoot: sysfs.root, logger: testLogger)
-        return try await AccessoryManager(configuration: configuration, backend: backend, uptime: uptime.now)
+        backend.configure(protocolTable: table, uptime: uptime)
+        return try await AccessoryManager(configuration: configuration, host: backend)
     }
 
     @Test func startsWithTheSnapshotAndHidesHubs() async throws {

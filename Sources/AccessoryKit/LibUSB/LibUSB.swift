@@ -86,11 +86,4 @@ enum LibUSB {
         let v = libusb_get_version().pointee
         return "\(v.major).\(v.minor).\(v.micro).\(v.nano)"
     }
-
-    /// The kernel's name for a port chain: `1-1.4` for bus 1, ports 1 then 4; `usb1` for
-    /// the root hub of bus 1.
-    static func portChain(bus: Int, ports: [UInt8]) -> String {
-        guard !ports.isEmpty else { return "usb\(bus)" }
-        return "\(bus)-" + ports.map { String($0) }.joined(separator: ".")
-    }
 }

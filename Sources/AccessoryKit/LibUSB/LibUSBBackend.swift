@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 
 /// The real backend: one libusb context, its event thread and its hotplug registration.
-final class LibUSBBackend: HotplugBackend {
+final class LibUSBBackend: Sendable {
     let context: LibUSBContext
     /// The thread that handles every libusb event of ``context``: hotplug callbacks and
     /// transfer completions. Sessions submit asynchronous transfers on ``context`` and their

@@ -76,16 +76,16 @@ final class LibUSBContext: @unchecked Sendable {
     ///
     /// With hotplug support this list is libusb's cache, kept up to date by the same
     /// hotplug events that can be lost; it is not the OS truth (see ``SysfsScanner``).
-    func devices() throws(AccessoryError) -> [LibUSBDeviceRecord] {
+    func devices() throws(AccessoryError) -> [USBDeviceRecord] {
         var list: UnsafeMutablePointer<OpaquePointer?>?
         let count = try LibUSB.check(Int32(truncatingIfNeeded: libusb_get_device_list(raw, &list)), "libusb_get_device_list")
         guard let list else { return [] }
         defer { libusb_free_device_list(list, 1) }
-        var records: [LibUSBDeviceRecord] = []
+        var records: [USBDeviceRecord] = []
         records.reserveCapacity(Int(count))
         for i in 0..<Int(count) {
             guard let device = list[i] else { continue }
-            if let record = LibUSBDeviceRecord(device: device, withConfiguration: true) { records.append(record) }
+            if let record = USBDeviceRecord(device: device, withConfiguration: true) { records.append(record) }
         }
         return records
     }

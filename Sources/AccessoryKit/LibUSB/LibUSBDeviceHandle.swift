@@ -17,7 +17,7 @@ final class LibUSBDeviceHandle: @unchecked Sendable {
     /// Bus, address and IDs, for error messages.
     let node: DeviceNode
     /// What libusb knows about the device: descriptors, port chain, speed.
-    let record: LibUSBDeviceRecord
+    let record: USBDeviceRecord
     /// The node's descriptor when the handle wraps one; libusb does not close it.
     private let wrappedDescriptor: Int32?
 
@@ -26,7 +26,7 @@ final class LibUSBDeviceHandle: @unchecked Sendable {
         var handle: OpaquePointer?
         try LibUSB.check(libusb_open(device, &handle), "libusb_open", device: node)
         guard let handle else { throw AccessoryError(.io, "libusb_open returned no handle", operation: "libusb_open") }
-        guard let record = LibUSBDeviceRecord(device: device, withConfiguration: true) else {
+        guard let record = USBDeviceRecord(device: device, withConfiguration: true) else {
             libusb_close(handle)
             throw AccessoryError(.io, "no device descriptor for \(node)", operation: "libusb_get_device_descriptor")
         }
@@ -53,7 +53,7 @@ final class LibUSBDeviceHandle: @unchecked Sendable {
             throw LibUSB.error(status == 0 ? LIBUSB_ERROR_OTHER.rawValue : status, operation: "libusb_wrap_sys_device", device: node)
         }
         guard let device = libusb_get_device(handle),
-            let record = LibUSBDeviceRecord(device: device, withConfiguration: true)
+            let record = USBDeviceRecord(device: device, withConfiguration: true)
         else {
             libusb_close(handle)
             Glibc.close(fd)

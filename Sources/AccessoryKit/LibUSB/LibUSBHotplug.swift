@@ -2,16 +2,6 @@ internal import CLibUSB
 import AccessoryCore
 import Synchronization
 
-/// What the hotplug callback reports: a plain value, copied out of libusb inside the callback.
-struct HotplugNotice: Hashable, Sendable {
-    enum Kind: Hashable, Sendable {
-        case arrived, left
-    }
-
-    var kind: Kind
-    var device: LibUSBDeviceRecord
-}
-
 /// A hotplug callback registration on a context. Notices arrive on ``notices``, an
 /// unbounded stream, so the event thread never waits for a consumer.
 ///
@@ -49,7 +39,7 @@ final class LibUSBHotplug: Sendable {
                 { _, device, event, userData in
                     // Runs on the event thread: copy cached facts, enqueue, return.
                     guard let device, let userData,
-                        let record = LibUSBDeviceRecord(device: device, withConfiguration: false)
+                        let record = USBDeviceRecord(device: device, withConfiguration: false)
                     else { return 0 }
                     let sink = Unmanaged<Sink>.fromOpaque(userData).takeUnretainedValue()
                     let kind: HotplugNotice.Kind = event == LIBUSB_HOTPLUG_EVENT_DEVICE_ARRIVED ? .arrived : .left

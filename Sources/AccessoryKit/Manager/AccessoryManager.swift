@@ -76,11 +76,10 @@ public actor AccessoryManager {
     /// The libusb version, or `nil` when libusb could not start.
     public nonisolated let libusbVersion: String?
 
-    /// The hardware; `nil` when libusb could not start. Sessions open devices through it.
-    nonisolated let backend: (any HotplugBackend)?
-    private let scanner: SysfsScanner
+    /// The hardware: the OS truth, hotplug notices and devices. Sessions open devices
+    /// through it.
+    nonisolated let host: any USBHost
     private let logger: Logger
-    private let uptime: @Sendable () -> SystemUptime
 
     private var registry = ConnectionRegistry()
     private var entries: [ConnectionID: Entry] = [:]
@@ -113,32 +112,22 @@ public actor AccessoryManager {
     /// - Throws: ``AccessoryError`` when libusb starts but hotplug registration or the event
     ///   thread fails.
     public init(configuration: Configuration = .init()) async throws(AccessoryError) {
-        var backend: LibUSBBackend?
-        do {
-            backend = try LibUSBBackend(logger: configuration.logger)
-        } catch {
-            configuration.logger.notice("libusb is unavailable (\(error)); reconciling with sysfs every \(configuration.reconcileInterval)")
-        }
-        try await self.init(configuration: configuration, backend: backend, uptime: SystemUptime.now)
+        let host = SystemUSBHost(
+            sysfsRoot: configuration.sysfsRoot, protocolTable: configuration.protocolTable, logger: configuration.logger,
+            reconcileInterval: configuration.reconcileInterval)
+        try await self.init(configuration: configuration, host: host)
     }
 
-    /// A manager over any backend, with an injected uptime source (for sleep detection).
-    init(
-        configuration: Configuration, backend: (any HotplugBackend)?,
-        uptime: @escaping @Sendable () -> SystemUptime
-    ) async throws(AccessoryError) {
+    /// A manager over any host: the system's, or a simulated one.
+    init(configuration: Configuration, host: any USBHost) async throws(AccessoryError) {
         self.configuration = configuration
-        self.backend = backend
+        self.host = host
         self.logger = configuration.logger
-        self.uptime = uptime
-        self.libusbVersion = backend?.version
-        // The manager sees hubs too, so that their events are not unknown devices; it hides
-        // them when it announces accessories.
-        self.scanner = SysfsScanner(root: configuration.sysfsRoot, includeHubs: true, protocolTable: configuration.protocolTable)
+        self.libusbVersion = host.version
         // Subscribe first, then take the snapshot: no attach can fall in between.
-        let notices = try backend?.startMonitoring()
+        let notices = try host.startMonitoring()
         self.isHotplugAvailable = notices != nil
-        self.lastUptime = uptime()
+        self.lastUptime = host.uptime()
 
         reconcile(.initial)
         logger.info(
@@ -161,7 +150,7 @@ public actor AccessoryManager {
     }
 
     deinit {
-        backend?.stopMonitoring()
+        host.stopMonitoring()
         monitorTask?.cancel()
         timerTask?.cancel()
         pendingReconcile?.cancel()
@@ -233,7 +222,7 @@ public actor AccessoryManager {
         pendingReconcile?.cancel()
         // Sessions first: closing them needs the event thread to complete their transfers.
         await closeSessionsAtShutdown()
-        backend?.stopMonitoring()
+        host.stopMonitoring()
         deliver(registry.shutdown(), infos: [:])
         for continuation in subscribers.values { continuation.finish() }
         subscribers.removeAll()
@@ -280,11 +269,8 @@ public actor AccessoryManager {
         guard let entry = entries[id], let accessory = registry[id], let address = accessory.descriptor.address else {
             throw AccessoryError(.notFound, "no accessory is connected with connection ID \(id)", operation: "open")
         }
-        guard let backend else {
-            throw AccessoryError(.io, "libusb is unavailable on this machine", operation: "open")
-        }
         do {
-            return try backend.open(
+            return try host.open(
                 bus: accessory.descriptor.bus, address: address, vendor: entry.info.descriptor.vendor,
                 product: entry.info.descriptor.product)
         } catch {
@@ -336,14 +322,14 @@ public actor AccessoryManager {
     /// What is known about an arrival: sysfs's view when sysfs still holds that instance,
     /// else what libusb cached; and whether sysfs shows a newer instance on its port (sysfs
     /// changes before the kernel sends the event, so it is never older than an event).
-    private func arrivalInfo(_ device: LibUSBDeviceRecord) -> (info: USBDeviceInfo, superseded: Bool) {
+    private func arrivalInfo(_ device: USBDeviceRecord) -> (info: USBDeviceInfo, superseded: Bool) {
         let matches = { (info: USBDeviceInfo) in
             info.descriptor.bus == device.bus && info.descriptor.address == device.address
                 && info.descriptor.vendor == device.device.vendor && info.descriptor.product == device.device.product
         }
         // One directory, not a full scan: in a storm the device is often gone already, and
         // the debounced reconcile that follows catches up anyway.
-        let live = scanner.device(named: device.port)
+        let live = host.device(named: device.port)
         if let live, matches(live) { return (live, false) }
         // The same VID:PID under another address: a re-enumeration newer than this event.
         // (Not just any device: libusb's port chain can be shorter than the kernel's name,
@@ -485,7 +471,7 @@ public actor AccessoryManager {
     /// The periodic tick: detects a system sleep, then reconciles.
     private func tick() {
         guard !isShutDown else { return }
-        let now = uptime()
+        let now = host.uptime()
         let slept = now.sleptSince(lastUptime)
         lastUptime = now
         if slept > .seconds(1) {
@@ -504,7 +490,7 @@ public actor AccessoryManager {
     /// registry lacks, and notifies subscribers.
     @discardableResult
     private func reconcile(_ trigger: Trigger, noDevice: (ConnectionID, String)? = nil) -> Reconciler.Report {
-        var scan = scanner.scan()
+        var scan = host.scan()
         if trigger == .initial, let note = scan.note { logger.notice("\(note)") }
         if !deadInstances.isEmpty { scan.devices = withoutDeadInstances(scan.devices) }
         if shouldConfirm(trigger, scan) { return Reconciler.Report.none }

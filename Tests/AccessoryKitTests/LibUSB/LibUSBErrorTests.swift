@@ -37,9 +37,9 @@ struct LibUSBErrorTests {
     }
 
     @Test func portChainsUseTheKernelsNames() {
-        #expect(LibUSB.portChain(bus: 1, ports: [1, 4]) == "1-1.4")
-        #expect(LibUSB.portChain(bus: 3, ports: [2]) == "3-2")
-        #expect(LibUSB.portChain(bus: 2, ports: []) == "usb2")
+        #expect(USBDeviceRecord.portChain(bus: 1, ports: [1, 4]) == "1-1.4")
+        #expect(USBDeviceRecord.portChain(bus: 3, ports: [2]) == "3-2")
+        #expect(USBDeviceRecord.portChain(bus: 2, ports: []) == "usb2")
         #expect(DeviceNode.path(bus: 1, address: 127) == "/dev/bus/usb/001/127")
     }
 

@@ -1,5 +1,6 @@
 import AccessoryCore
 import Foundation
+import Synchronization
 @testable import AccessoryKit
 
 /// A sysfs `bus/usb/devices` tree in a temporary directory, written file by file as the
@@ -75,23 +76,42 @@ final class FakeSysfs: Sendable {
     }
 }
 
-/// A hotplug backend driven by the test: it delivers notices the test yields.
-final class FakeBackend: HotplugBackend {
+/// A host over a fake sysfs tree, whose hotplug notices the test sends and whose uptime the
+/// test sets.
+final class FakeHost: USBHost {
     let notices: AsyncStream<HotplugNotice>
     private let continuation: AsyncStream<HotplugNotice>.Continuation
+    private let state: Mutex<(scanner: SysfsScanner, clocks: FakeUptime)>
 
-    init() {
+    init(sysfsRoot: String) {
         (notices, continuation) = AsyncStream.makeStream(of: HotplugNotice.self, bufferingPolicy: .unbounded)
+        state = Mutex((SysfsScanner(root: sysfsRoot, includeHubs: true), FakeUptime()))
     }
 
-    var version: String { "fake" }
+    /// Sets what the next manager started on this host uses.
+    func configure(protocolTable: ProtocolTable, uptime: FakeUptime) {
+        state.withLock {
+            $0.scanner.protocolTable = protocolTable
+            $0.clocks = uptime
+        }
+    }
+
+    private var scanner: SysfsScanner { state.withLock { $0.scanner } }
+
+    var version: String? { "fake" }
+
+    func scan() -> SysfsScanner.Result { scanner.scan() }
+
+    func device(named port: String) -> USBDeviceInfo? { scanner.device(named: port) }
+
+    func uptime() -> SystemUptime { state.withLock { $0.clocks }.now() }
 
     func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? { notices }
 
     func stopMonitoring() { continuation.finish() }
 
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> LibUSBDeviceHandle {
-        throw AccessoryError(.notFound, "the fake backend opens nothing")
+        throw AccessoryError(.notFound, "the fake host opens nothing")
     }
 
     func send(_ kind: HotplugNotice.Kind, bus: Int, address: Int, port: String, vendor: UInt16, product: UInt16) {
@@ -101,6 +121,6 @@ final class FakeBackend: HotplugBackend {
             product: product, bcdDevice: 0x0100, manufacturerIndex: 1, productIndex: 2, serialNumberIndex: 3,
             configurationCount: 1)
         continuation.yield(HotplugNotice(
-            kind: kind, device: LibUSBDeviceRecord(bus: bus, address: address, portNumbers: ports, device: device)))
+            kind: kind, device: USBDeviceRecord(bus: bus, address: address, portNumbers: ports, device: device)))
     }
 }

@@ -1,32 +1,7 @@
 internal import CLibUSB
 import AccessoryCore
 
-/// What libusb knows about one device, copied out into plain values: no pointer survives.
-/// Reading it does no I/O (libusb caches the descriptors), so a hotplug callback may build one.
-struct LibUSBDeviceRecord: Hashable, Sendable {
-    var bus: Int
-    var address: Int
-    /// Port numbers from the root hub down; empty for a root hub.
-    var portNumbers: [UInt8]
-    var device: USBDeviceDescriptor
-    /// The active configuration, when asked for and available.
-    var configuration: USBConfiguration? = nil
-    var speed: USBSpeed? = nil
-
-    /// The kernel's name for the port chain, such as `1-1.4`, or `usb1` for a root hub.
-    var port: String { LibUSB.portChain(bus: bus, ports: portNumbers) }
-
-    var node: DeviceNode { DeviceNode(bus: bus, address: address, vendor: device.vendor, product: device.product) }
-
-    /// What an arrival tells the registry before sysfs adds strings and protocols.
-    var accessoryDescriptor: AccessoryDescriptor {
-        AccessoryDescriptor(
-            bus: bus, address: address, port: port, vendor: device.vendor, product: device.product,
-            bcdDevice: device.bcdDevice)
-    }
-}
-
-extension LibUSBDeviceRecord {
+extension USBDeviceRecord {
     /// Copies a `libusb_device`'s cached facts.
     /// - Parameter withConfiguration: also copy the active configuration descriptor. Leave
     ///   it off inside a hotplug callback: on some backends it reads the device.

@@ -1,0 +1,43 @@
+import AccessoryCore
+import Logging
+
+/// The machine's own USB: libusb for hotplug notices and for opening devices, sysfs for the
+/// OS truth (libusb's device list is a cache fed by the same events that get lost).
+/// Without libusb (no USB on the machine) it still scans sysfs, with no hotplug.
+struct SystemUSBHost: USBHost {
+    let backend: LibUSBBackend?
+    let scanner: SysfsScanner
+
+    init(sysfsRoot: String, protocolTable: ProtocolTable, logger: Logger, reconcileInterval: Duration) {
+        do {
+            backend = try LibUSBBackend(logger: logger)
+        } catch {
+            logger.notice("libusb is unavailable (\(error)); reconciling with sysfs every \(reconcileInterval)")
+            backend = nil
+        }
+        // The manager sees hubs too, so that their events are not unknown devices; it hides
+        // them when it announces accessories.
+        scanner = SysfsScanner(root: sysfsRoot, includeHubs: true, protocolTable: protocolTable)
+    }
+
+    func scan() -> SysfsScanner.Result { scanner.scan() }
+
+    func device(named port: String) -> USBDeviceInfo? { scanner.device(named: port) }
+
+    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? {
+        try backend?.startMonitoring()
+    }
+
+    func stopMonitoring() { backend?.stopMonitoring() }
+
+    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> LibUSBDeviceHandle {
+        guard let backend else {
+            throw AccessoryError(.io, "libusb is unavailable on this machine", operation: "open")
+        }
+        return try backend.open(bus: bus, address: address, vendor: vendor, product: product)
+    }
+
+    func uptime() -> SystemUptime { SystemUptime.now() }
+
+    var version: String? { backend?.version }
+}

@@ -1,0 +1,32 @@
+import AccessoryCore
+
+/// The hardware seam: everything the manager needs from a USB host, with no libusb type in
+/// it. ``SystemUSBHost`` is the real one (libusb for hotplug and devices, sysfs for the OS
+/// truth); the `AccessoryTesting` product's `SimulatedUSB` is an in-process one on a virtual
+/// clock.
+protocol USBHost: Sendable {
+    /// The OS truth now: every USB device, hubs included. A scan that could not be read is
+    /// `nil`-free but carries a note.
+    func scan() -> SysfsScanner.Result
+
+    /// One device of the OS truth, by its port name (`1-1.4`), read without a full scan.
+    func device(named port: String) -> USBDeviceInfo?
+
+    /// Subscribes to hotplug and starts event handling.
+    /// - Returns: the notices, or `nil` when this host has no hotplug (the manager then
+    ///   relies on its periodic reconcile).
+    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>?
+
+    /// Stops event handling and hotplug delivery, and finishes the notices. Returns only
+    /// once no callback can run any more. Idempotent.
+    func stopMonitoring()
+
+    /// Opens a device by bus and address, checking its IDs.
+    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> LibUSBDeviceHandle
+
+    /// The two clocks that reveal a system sleep, read now.
+    func uptime() -> SystemUptime
+
+    /// The host library's version, for diagnostics; `nil` where there is none.
+    var version: String? { get }
+}
