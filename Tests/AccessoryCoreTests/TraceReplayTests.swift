@@ -40,6 +40,16 @@ struct TraceReplayTests {
         #expect(output.hasSuffix("\n"))
     }
 
+    @Test("The package's own article on the format shows the same example lines")
+    func examplesAreTheArticles() throws {
+        let article = Fixtures.root.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/AccessoryCore/AccessoryCore.docc/TraceFormat.md")
+        let text = try String(contentsOf: article, encoding: .utf8)
+        for line in [Self.contractConnected, Self.contractDisconnected, Self.contractFinal] {
+            #expect(text.contains("    " + line + "\n"), "TraceFormat.md has \(line)")
+        }
+    }
+
     @Test("The example lines above are the contract's own", .needsContracts)
     func examplesAreTheContracts() throws {
         let text = try String(contentsOf: SharedFolder.root.appendingPathComponent("TRACE-FORMAT.md"), encoding: .utf8)
