@@ -3,7 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "AccessoryKit",
-    platforms: [.macOS(.v13)],
+    // Linux only: the OS truth is sysfs, devices open through usbfs, and the simulator is
+    // umockdev. (No `platforms` entry: SwiftPM has none for Linux.)
     products: [
         .library(name: "AccessoryCore", targets: ["AccessoryCore"]),
         .library(name: "AccessoryKit", targets: ["AccessoryKit"]),

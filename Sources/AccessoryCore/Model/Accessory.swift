@@ -12,3 +12,8 @@ public struct Accessory: Hashable, Sendable, Identifiable {
     public var physicalIdentity: PhysicalIdentity { descriptor.physicalIdentity }
     public var protocolStrings: [String] { descriptor.protocols ?? [] }
 }
+
+extension Accessory: CustomStringConvertible {
+    /// `#3 1209:0001 SN1 on 1-1.4 (bus 1, address 5)`.
+    public var description: String { "#\(connectionID) \(descriptor)" }
+}

@@ -115,8 +115,8 @@ func agree<T: Equatable>(_ a: T?, _ b: T?) -> Bool {
 }
 
 /// Four-digit lowercase hexadecimal, as the trace format writes IDs.
-public enum Hex {
-    public static func four(_ value: UInt16) -> String {
+package enum Hex {
+    package static func four(_ value: UInt16) -> String {
         let digits = Array("0123456789abcdef".utf8)
         let bytes: [UInt8] = [
             digits[Int(value >> 12) & 0xf], digits[Int(value >> 8) & 0xf],
@@ -126,8 +126,17 @@ public enum Hex {
     }
 
     /// Parses exactly four hexadecimal digits (either case).
-    public static func parseFour(_ text: String) -> UInt16? {
+    package static func parseFour(_ text: String) -> UInt16? {
         guard text.utf8.count == 4 else { return nil }
         return UInt16(text, radix: 16)
+    }
+}
+
+extension AccessoryDescriptor: CustomStringConvertible {
+    /// `1209:0001 SN1 on 1-1.4 (bus 1, address 5)`: what a person needs to find the device.
+    public var description: String {
+        let serial = serial.flatMap { $0.isEmpty ? nil : " \($0)" } ?? ""
+        let address = address.map { ", address \($0)" } ?? ""
+        return "\(vendorProduct)\(serial) on \(port) (bus \(bus)\(address))"
     }
 }

@@ -1,8 +1,8 @@
 /// The `accessoryctl list --json` form: one JSON array of objects with the trace format's
 /// device fields plus `connectionID` (and `manufacturer`, `name`, `protocols` where known).
-public enum AccessoryListJSON {
+package enum AccessoryListJSON {
     /// The array, on one line, without a newline.
-    public static func array(_ accessories: [Accessory]) -> String {
+    package static func array(_ accessories: [Accessory]) -> String {
         var out: [UInt8] = [UInt8(ascii: "[")]
         for (i, a) in accessories.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }

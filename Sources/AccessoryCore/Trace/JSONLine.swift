@@ -3,10 +3,10 @@
 /// Strict RFC 8259: strings must be valid UTF-8 with control characters escaped, `\uXXXX`
 /// surrogate pairs are combined and lone surrogates rejected, and nothing but whitespace may
 /// follow the value. Nesting deeper than 64 levels is rejected.
-public enum JSONLine {
+package enum JSONLine {
     /// Parses the bytes of one line (without its newline).
     /// - Throws: ``JSONLineError`` with the column and the reason.
-    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONLineError) -> JSONValue {
+    package static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONLineError) -> JSONValue {
         var cursor = JSONCursor(bytes)
         let value = try cursor.parseValue(depth: 0)
         try cursor.expectEnd()
@@ -14,13 +14,13 @@ public enum JSONLine {
     }
 
     /// Parses the bytes of one line (without its newline).
-    public static func parse(_ bytes: [UInt8]) throws(JSONLineError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws(JSONLineError) -> JSONValue {
         let result = bytes.withUnsafeBytes { raw in Result { () throws(JSONLineError) in try parse(raw) } }
         return try result.get()
     }
 
     /// Parses one line of text (without its newline).
-    public static func parse(_ text: String) throws(JSONLineError) -> JSONValue {
+    package static func parse(_ text: String) throws(JSONLineError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 }

@@ -1,5 +1,5 @@
 /// A JSON value, as parsed from one line by ``JSONLine``.
-public enum JSONValue: Hashable, Sendable {
+package enum JSONValue: Hashable, Sendable {
     case null
     case bool(Bool)
     /// A number written without fraction or exponent that fits in `Int`.
@@ -12,24 +12,24 @@ public enum JSONValue: Hashable, Sendable {
     case object([Member])
 
     /// One `"key": value` pair of an object.
-    public struct Member: Hashable, Sendable {
-        public var key: String
-        public var value: JSONValue
+    package struct Member: Hashable, Sendable {
+        package var key: String
+        package var value: JSONValue
 
-        public init(_ key: String, _ value: JSONValue) {
+        package init(_ key: String, _ value: JSONValue) {
             self.key = key
             self.value = value
         }
     }
 
     /// For an object, the value of the last member named `key`.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.last { $0.key == key }?.value
     }
 
     /// The number as a `Double`, for `.int` and `.double`.
-    public var doubleValue: Double? {
+    package var doubleValue: Double? {
         switch self {
         case .int(let i): return Double(i)
         case .double(let d): return d
@@ -38,13 +38,13 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// The integer, for `.int`.
-    public var intValue: Int? {
+    package var intValue: Int? {
         if case .int(let i) = self { return i }
         return nil
     }
 
     /// The string, for `.string`.
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }

@@ -6,13 +6,13 @@
 /// a disconnection adds `"reason"` and, for an eviction, `"evidence"`. The last line is
 /// `{"final":[…]}` with the registry's entries. Unknown fields are left out. Lines are
 /// appended to ``bytes``; hand them to a sink with ``write(to:)``.
-public struct ReplayOutput: Sendable {
+package struct ReplayOutput: Sendable {
     public private(set) var bytes: [UInt8] = []
 
-    public init() {}
+    package init() {}
 
     /// Appends the line for one notification.
-    public mutating func append(_ event: AccessoryEvent) {
+    package mutating func append(_ event: AccessoryEvent) {
         JSONBytes.appendRaw("{\"notification\":", to: &bytes)
         switch event {
         case .connected(let a):
@@ -32,7 +32,7 @@ public struct ReplayOutput: Sendable {
     }
 
     /// Appends the final line, `{"final":[…]}`, with `accessories` in the order given.
-    public mutating func appendFinal(_ accessories: [Accessory]) {
+    package mutating func appendFinal(_ accessories: [Accessory]) {
         JSONBytes.appendRaw("{\"final\":[", to: &bytes)
         for (i, a) in accessories.enumerated() {
             if i > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -44,24 +44,24 @@ public struct ReplayOutput: Sendable {
     }
 
     /// Writes the pending lines to `sink` and empties ``bytes``.
-    public mutating func write(to sink: inout some TraceSink) throws {
+    package mutating func write(to sink: inout some TraceSink) throws {
         guard !bytes.isEmpty else { return }
         try bytes.withUnsafeBytes { try sink.write($0) }
         bytes.removeAll(keepingCapacity: true)
     }
 
     /// The pending lines as text.
-    public var string: String { String(decoding: bytes, as: UTF8.self) }
+    package var string: String { String(decoding: bytes, as: UTF8.self) }
 
     /// The line for one notification, without its newline.
-    public static func line(for event: AccessoryEvent) -> String {
+    package static func line(for event: AccessoryEvent) -> String {
         var output = ReplayOutput()
         output.append(event)
         return String(decoding: output.bytes.dropLast(), as: UTF8.self)
     }
 
     /// The final line, without its newline.
-    public static func finalLine(_ accessories: [Accessory]) -> String {
+    package static func finalLine(_ accessories: [Accessory]) -> String {
         var output = ReplayOutput()
         output.appendFinal(accessories)
         return String(decoding: output.bytes.dropLast(), as: UTF8.self)

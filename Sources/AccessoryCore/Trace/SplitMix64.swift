@@ -1,13 +1,13 @@
 /// SplitMix64: a tiny seeded pseudo-random generator. The same seed gives the same numbers
 /// on every run and platform, which is what fault injection and generated traces need.
-public struct SplitMix64: RandomNumberGenerator, Hashable, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Hashable, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         state = seed
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -16,18 +16,18 @@ public struct SplitMix64: RandomNumberGenerator, Hashable, Sendable {
     }
 
     /// Uniform in `0 ..< 1`.
-    public mutating func nextUnit() -> Double {
+    package mutating func nextUnit() -> Double {
         Double(next() >> 11) * 0x1p-53
     }
 
     /// Uniform in `0 ..< bound`; `bound` must be positive.
-    public mutating func next(below bound: Int) -> Int {
+    package mutating func next(below bound: Int) -> Int {
         precondition(bound > 0, "bound must be positive")
         return Int(next().multipliedFullWidth(by: UInt64(bound)).high)
     }
 
     /// `count` pseudo-random bytes, eight per number (for test and benchmark payloads).
-    public mutating func bytes(_ count: Int) -> [UInt8] {
+    package mutating func bytes(_ count: Int) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             let raw = UnsafeMutableRawBufferPointer(buffer)
             var i = 0
@@ -44,7 +44,7 @@ public struct SplitMix64: RandomNumberGenerator, Hashable, Sendable {
     }
 
     /// True with probability `p`.
-    public mutating func chance(_ p: Double) -> Bool {
+    package mutating func chance(_ p: Double) -> Bool {
         nextUnit() < p
     }
 }

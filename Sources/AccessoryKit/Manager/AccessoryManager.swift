@@ -130,7 +130,7 @@ public actor AccessoryManager {
         self.lastUptime = host.uptime()
 
         reconcile(.initial)
-        logger.info(
+        logger.debug(
             "started: \(connectedAccessories.count) accessories, hotplug \(notices != nil ? "on" : "off"), libusb \(libusbVersion ?? "unavailable")")
         if let notices {
             monitorTask = Task { [weak self] in
@@ -230,7 +230,7 @@ public actor AccessoryManager {
         monitorTaps.removeAll()
         await monitorTask?.value
         await timerTask?.value
-        logger.info("stopped")
+        logger.debug("stopped")
     }
 
     /// A new stream of the monitor's own view, for recording traces: first a `.snapshot`
@@ -368,16 +368,12 @@ public actor AccessoryManager {
                 let visible = isVisible(info)
                 entries[accessory.connectionID] = Entry(info: info, visible: visible)
                 guard visible else { continue }
-                logger.info(
+                logger.debug(
                     "connected \(accessory.connectionID): \(accessory.descriptor.vendorProduct) \(accessory.physicalIdentity) on \(accessory.descriptor.port) address \(accessory.descriptor.address.map(String.init) ?? "?")")
             case .disconnected(let accessory, let reason):
                 endSessions(of: accessory.connectionID, reason: reason)
                 guard entries.removeValue(forKey: accessory.connectionID)?.visible == true else { continue }
-                if case .ghostEvicted = reason {
-                    logger.notice("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
-                } else {
-                    logger.info("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
-                }
+                logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
             sent.append(event)
             for continuation in subscribers.values { continuation.yield(event) }
@@ -475,7 +471,7 @@ public actor AccessoryManager {
         let slept = now.sleptSince(lastUptime)
         lastUptime = now
         if slept > .seconds(1) {
-            logger.notice("the system slept for about \(slept); reconciling")
+            logger.debug("the system slept for about \(slept); reconciling")
             _ = registry.apply(.sleep)
             _ = registry.apply(.wake)
             tap(.sleep)

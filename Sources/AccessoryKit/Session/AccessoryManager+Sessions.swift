@@ -86,7 +86,7 @@ extension AccessoryManager {
         if options.detachKernelDriver, (try? handle.isKernelDriverActive(interface: number)) == true {
             try handle.detachKernelDriver(interface: number)
             detached = true
-            configuration.logger.info("detached the kernel driver from interface \(number) of \(label)")
+            configuration.logger.debug("detached the kernel driver from interface \(number) of \(label)")
         }
         func undo(releasing: Bool) {
             if releasing { try? handle.releaseInterface(number) }
@@ -141,7 +141,7 @@ extension AccessoryManager {
             manager: self, device: handle, detachedDriver: detached, pipe: pipe, logger: configuration.logger)
         sessions[key] = session
         pipe.startInput()
-        configuration.logger.info(
+        configuration.logger.debug(
             "opened \(session): \(protocolName) on accessory \(label), interface \(number), endpoints \(hexByte(outEndpoint.address)) and \(hexByte(inEndpoint.address))")
         return session
     }
