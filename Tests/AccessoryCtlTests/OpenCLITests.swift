@@ -1,4 +1,5 @@
 import Foundation
+import AccessoryTestSupport
 import Testing
 
 /// `accessoryctl open` against the simulator's loopback accessories. Nested in the live

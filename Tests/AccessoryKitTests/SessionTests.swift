@@ -1,6 +1,7 @@
 import AccessoryCore
 import Foundation
 import Logging
+import AccessoryTestSupport
 import Testing
 @testable import AccessoryKit
 

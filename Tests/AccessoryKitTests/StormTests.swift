@@ -1,6 +1,7 @@
 import AccessoryCore
 import Foundation
 import Synchronization
+import AccessoryTestSupport
 import Testing
 @testable import AccessoryKit
 
