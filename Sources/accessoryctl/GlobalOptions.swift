@@ -10,6 +10,20 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Seconds between periodic reconciles with sysfs.")
     var reconcileInterval: Double = 2
 
+    func validate() throws {
+        try Self.validateSeconds(reconcileInterval, option: "--reconcile-interval", allowsZero: false, atMost: 86_400)
+    }
+
+    /// Refuses a duration in seconds that is not finite, is negative (or zero, unless
+    /// allowed), or is longer than `atMost`: a usage error, never a trap converting it.
+    static func validateSeconds(_ value: Double, option: String, allowsZero: Bool, atMost limit: Double) throws {
+        let low = allowsZero ? value >= 0 : value > 0
+        guard value.isFinite, low, value <= limit else {
+            throw ValidationError(
+                "\(option) must be a number of seconds, \(allowsZero ? "0 or more" : "more than 0") and at most \(Int(limit)); got \(value)")
+        }
+    }
+
     /// Sends swift-log output to stderr, at notice level, or lower with --verbose.
     func bootstrapLogging() {
         let level: Logger.Level = verbose >= 2 ? .trace : verbose == 1 ? .debug : .notice

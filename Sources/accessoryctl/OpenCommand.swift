@@ -47,7 +47,7 @@ struct OpenCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try Target(parsing: target)
-        guard idleTimeout >= 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout must be a number of seconds, 0 or more") }
+        try GlobalOptions.validateSeconds(idleTimeout, option: "--idle-timeout", allowsZero: true, atMost: 604_800)
     }
 
     func run() async throws {

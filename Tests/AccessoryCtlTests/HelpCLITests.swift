@@ -29,6 +29,19 @@ struct HelpCLITests {
         #expect(unknown.status == 64)
     }
 
+    @Test("Durations that are not finite, or absurdly long, are usage errors (exit 64), not traps", arguments: [
+        ["watch", "--reconcile-interval", "nan"], ["watch", "--reconcile-interval", "inf"],
+        ["watch", "--reconcile-interval", "1e300"], ["watch", "--reconcile-interval", "0"],
+        ["record", "/dev/null", "--reconcile-interval=-1"],
+        ["open", "1209:0001", "--protocol", "p", "--idle-timeout", "1e17"],
+        ["open", "1209:0001", "--protocol", "p", "--idle-timeout", "nan"],
+    ])
+    func badDurations(arguments: [String]) throws {
+        let r = try CLI.run(CLI.accessoryctl, arguments)
+        #expect(r.status == 64, "\(arguments): \(r.stderr)")
+        #expect(r.stderr.contains("seconds"), "\(r.stderr)")
+    }
+
     @Test("udev-rule prints one narrow rule")
     func udevRule() throws {
         let r = try CLI.ctl("udev-rule", "--vendor", "1209", "--product", "0001", "--group", "plugdev")

@@ -47,7 +47,11 @@ enum LibUSB {
         case LIBUSB_ERROR_INTERRUPTED:
             return AccessoryError(.cancelled, "\(operation) was interrupted\(on)", operation: operation, rawValue: raw)
         case LIBUSB_ERROR_INVALID_PARAM:
-            preconditionFailure("\(operation) rejected its parameters (LIBUSB_ERROR_INVALID_PARAM): a bug in AccessoryKit")
+            // libusb refuses, for one, an interface number of 32 or more (usbfs's claim mask):
+            // a device can declare one, so this is the device's doing, never a reason to crash.
+            return AccessoryError(
+                .io, "\(operation) was refused by libusb\(on): LIBUSB_ERROR_INVALID_PARAM (a parameter it does not support)",
+                operation: operation, rawValue: raw)
         default:
             // IO, NO_MEM, NOT_SUPPORTED, OTHER and anything newer.
             return AccessoryError(.io, "\(operation) failed\(on): \(name)", operation: operation, rawValue: raw)

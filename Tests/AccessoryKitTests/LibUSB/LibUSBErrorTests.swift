@@ -26,6 +26,15 @@ struct LibUSBErrorTests {
         #expect(try LibUSB.check(3, "x") == 3)
     }
 
+    @Test("INVALID_PARAM (an interface number of 32 or more, for one) is an error, not a crash")
+    func invalidParameterIsAnError() {
+        let node = DeviceNode(bus: 1, address: 5, vendor: 0x1209, product: 0x0001)
+        let error = LibUSB.error(LIBUSB_ERROR_INVALID_PARAM.rawValue, operation: "claim interface 40", device: node)
+        #expect(error.code == .io)
+        #expect(error.message.contains("LIBUSB_ERROR_INVALID_PARAM") && error.message.contains("claim interface 40"))
+        #expect(error.rawValue == LIBUSB_ERROR_INVALID_PARAM.rawValue)
+    }
+
     @Test func accessDeniedNamesTheUdevRule() {
         let node = DeviceNode(bus: 1, address: 5, vendor: 0x1209, product: 0x0001)
         let error = LibUSB.error(LIBUSB_ERROR_ACCESS.rawValue, operation: "libusb_open", device: node)
