@@ -37,6 +37,8 @@ struct SystemUSBHost: USBHost {
         return try backend.open(bus: bus, address: address, vendor: vendor, product: product)
     }
 
+    func didHandle(_ notice: HotplugNotice) {}
+
     func uptime() -> SystemUptime { SystemUptime.now() }
 
     var version: String? { backend?.version }

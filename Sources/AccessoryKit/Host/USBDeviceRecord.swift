@@ -38,5 +38,29 @@ struct HotplugNotice: Hashable, Sendable {
     }
 
     var kind: Kind
-    var device: USBDeviceRecord
+    /// What the notice says of the device. A simulated host, or a trace, may not know every
+    /// field (an imported log can lack the address); libusb always gives bus, address, port,
+    /// VID and PID.
+    var descriptor: AccessoryDescriptor
+    /// The host's cached descriptors, speed and configuration, when it has them.
+    var record: USBDeviceRecord?
+    /// Whether `descriptor.port` is the kernel's own port chain. libusb builds its chain from
+    /// its parent links, which can be shorter when a hub is missing from its list.
+    var portIsExact: Bool
+
+    /// A libusb notice: every field from the record, the port chain possibly short.
+    init(kind: Kind, device: USBDeviceRecord) {
+        self.kind = kind
+        self.descriptor = device.accessoryDescriptor
+        self.record = device
+        self.portIsExact = false
+    }
+
+    /// A notice about a device known only by its descriptor, with an exact port chain.
+    init(kind: Kind, descriptor: AccessoryDescriptor) {
+        self.kind = kind
+        self.descriptor = descriptor
+        self.record = nil
+        self.portIsExact = true
+    }
 }

@@ -95,6 +95,11 @@ public actor AccessoryManager {
     private var monitorTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?
     private var pendingReconcile: Task<Void, Never>?
+    /// When the pending reconcile and the next periodic tick fall due, on the host's
+    /// monotonic clock. The tasks above wait for them on the configuration's clock; a
+    /// simulated host runs them itself, in order, with ``runDue(until:)``.
+    private var pendingDeadline: (at: Duration, trigger: Trigger)?
+    private var nextTick: Duration
     /// Instances known gone that sysfs may list a moment longer: the kernel sends the
     /// remove event before it deletes the sysfs directory, and an operation's NO_DEVICE can
     /// come before either. Reconciles treat them as absent until a scan no longer lists them.
@@ -128,6 +133,7 @@ public actor AccessoryManager {
         let notices = try host.startMonitoring()
         self.isHotplugAvailable = notices != nil
         self.lastUptime = host.uptime()
+        self.nextTick = lastUptime.monotonic + configuration.reconcileInterval
 
         reconcile(.initial)
         logger.debug(
@@ -137,6 +143,7 @@ public actor AccessoryManager {
                 for await notice in notices {
                     guard let self else { return }
                     await self.handle(notice)
+                    self.host.didHandle(notice)
                 }
             }
         }
@@ -287,28 +294,29 @@ public actor AccessoryManager {
 
     private func handle(_ notice: HotplugNotice) {
         guard !isShutDown else { return }
-        let device = notice.device
+        let device = notice.descriptor
+        let address = device.address.map(String.init) ?? "?"
         switch notice.kind {
         case .arrived:
-            let (info, superseded) = arrivalInfo(device)
-            logger.trace("hotplug: arrived \(info.descriptor.port) bus \(device.bus) address \(device.address)")
+            let (info, superseded) = arrivalInfo(notice)
+            logger.trace("hotplug: arrived \(info.descriptor.port) bus \(device.bus) address \(address)")
             guard !superseded else {
                 // A late event from a backlog (a storm): a newer instance holds the port in
                 // sysfs, so this one is gone and its LEFT follows. Applying the add would
                 // evict the live instance as replaced. The recording still gets it.
-                logger.debug("hotplug: arrival of \(info.descriptor.port) address \(device.address) is stale; a newer instance holds the port")
+                logger.debug("hotplug: arrival of \(info.descriptor.port) address \(address) is stale; a newer instance holds the port")
                 if isVisible(info) { tap(.added(info.descriptor)) }
                 break
             }
             apply(.added(info.descriptor), arrival: info)
         case .left:
-            logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(device.address)")
+            logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(address)")
+            let leaving = device.key.flatMap { registry.accessory(at: $0) }
+            var port: String? = device.port
             // libusb builds the port chain from its own parent links, which can be shorter
             // than the kernel's name when a parent hub is missing from its list. When the
             // entry at this address is the same device, match on the address alone.
-            let leaving = registry.accessory(at: DeviceKey(bus: device.bus, address: device.address))
-            var port: String? = device.port
-            if let leaving, leaving.descriptor.vendor == device.device.vendor, leaving.descriptor.product == device.device.product {
+            if !notice.portIsExact, let leaving, leaving.descriptor.vendor == device.vendor, leaving.descriptor.product == device.product {
                 port = nil
             }
             apply(.removed(DeviceRemoval(bus: device.bus, address: device.address, port: port)))
@@ -320,12 +328,13 @@ public actor AccessoryManager {
     }
 
     /// What is known about an arrival: sysfs's view when sysfs still holds that instance,
-    /// else what libusb cached; and whether sysfs shows a newer instance on its port (sysfs
+    /// else what the notice says; and whether sysfs shows a newer instance on its port (sysfs
     /// changes before the kernel sends the event, so it is never older than an event).
-    private func arrivalInfo(_ device: USBDeviceRecord) -> (info: USBDeviceInfo, superseded: Bool) {
+    private func arrivalInfo(_ notice: HotplugNotice) -> (info: USBDeviceInfo, superseded: Bool) {
+        let device = notice.descriptor
         let matches = { (info: USBDeviceInfo) in
             info.descriptor.bus == device.bus && info.descriptor.address == device.address
-                && info.descriptor.vendor == device.device.vendor && info.descriptor.product == device.device.product
+                && info.descriptor.vendor == device.vendor && info.descriptor.product == device.product
         }
         // One directory, not a full scan: in a storm the device is often gone already, and
         // the debounced reconcile that follows catches up anyway.
@@ -336,12 +345,12 @@ public actor AccessoryManager {
         // and then `device.port` names a parent hub.)
         let superseded = live.map {
             $0.descriptor.bus == device.bus && $0.descriptor.address != device.address
-                && $0.descriptor.vendor == device.device.vendor && $0.descriptor.product == device.device.product
+                && $0.descriptor.vendor == device.vendor && $0.descriptor.product == device.product
         } ?? false
         var info = USBDeviceInfo(
-            descriptor: device.accessoryDescriptor, deviceClass: device.device.deviceClass,
-            deviceDescriptor: device.device, configuration: device.configuration, speed: device.speed)
-        info.descriptor.protocols = configuration.protocolTable.protocols(for: info)
+            descriptor: device, deviceClass: notice.record?.device.deviceClass ?? 0,
+            deviceDescriptor: notice.record?.device, configuration: notice.record?.configuration, speed: notice.record?.speed)
+        if notice.record != nil { info.descriptor.protocols = configuration.protocolTable.protocols(for: info) }
         return (info, superseded)
     }
 
@@ -387,12 +396,38 @@ public actor AccessoryManager {
         return info.descriptor.protocols?.contains(where: supported.contains) ?? false
     }
 
+    // MARK: Running due work (simulated hosts)
+
+    /// The earliest time, on the host's monotonic clock, at which a reconcile or a periodic
+    /// tick falls due; `nil` after shutdown.
+    var nextDeadline: Duration? {
+        guard !isShutDown else { return nil }
+        return min(pendingDeadline?.at ?? nextTick, nextTick)
+    }
+
+    /// Runs, in time order, the reconciles and ticks due by `now`: what the waiting tasks
+    /// would do when a clock reaches `now`. A simulated host, whose clock only moves when it
+    /// is told to, calls this instead of letting tasks sleep.
+    func runDue(until now: Duration) {
+        while !isShutDown {
+            if let pending = pendingDeadline, pending.at <= now, pending.at <= nextTick {
+                pendingReconcile?.cancel()
+                runPendingReconcile(pending.trigger)
+            } else if nextTick <= now {
+                tick()
+            } else {
+                return
+            }
+        }
+    }
+
     // MARK: Reconciling
 
     /// Runs one reconcile soon, after ``Configuration/debounce``, unless one is pending.
     private func scheduleReconcile(_ trigger: Trigger = .debounced) {
         guard pendingReconcile == nil, !isShutDown else { return }
         let delay = trigger == .confirm ? confirmationDelay : configuration.debounce
+        pendingDeadline = (host.uptime().monotonic + delay, trigger)
         pendingReconcile = Task { [weak self, clock = configuration.clock] in
             try? await clock.sleep(for: delay)
             await self?.runPendingReconcile(trigger)
@@ -401,6 +436,7 @@ public actor AccessoryManager {
 
     private func runPendingReconcile(_ trigger: Trigger) {
         pendingReconcile = nil
+        pendingDeadline = nil
         guard !isShutDown else { return }
         reconcile(trigger)
     }
@@ -470,6 +506,7 @@ public actor AccessoryManager {
         let now = host.uptime()
         let slept = now.sleptSince(lastUptime)
         lastUptime = now
+        nextTick = now.monotonic + configuration.reconcileInterval
         if slept > .seconds(1) {
             logger.debug("the system slept for about \(slept); reconciling")
             _ = registry.apply(.sleep)

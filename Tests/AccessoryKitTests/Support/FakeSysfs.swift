@@ -110,6 +110,8 @@ final class FakeHost: USBHost {
 
     func stopMonitoring() { continuation.finish() }
 
+    func didHandle(_ notice: HotplugNotice) {}
+
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> LibUSBDeviceHandle {
         throw AccessoryError(.notFound, "the fake host opens nothing")
     }
