@@ -298,7 +298,7 @@ extension HardwareTests {
             try #require(await log.wait { $0.contains { HardwareTests.isAt(device)($0.accessory) } })
             let accessory = try #require(await log.connected.first(where: HardwareTests.isAt(device)))
 
-            let handle = try await manager.openDevice(accessory.connectionID)
+            let handle = try #require(try await manager.openDevice(accessory.connectionID) as? LibUSBDeviceHandle)
             #expect(!handle.isWrapped)
             #expect(handle.record.port == device.port)
             #expect(try handle.stringDescriptor(index: handle.record.device.productIndex) == "Loopback Accessory")
@@ -320,7 +320,7 @@ extension HardwareTests {
             let live = try plugged.replug("MISSED", silent: true)
             try #require(await log.wait { $0.contains { if case .connected(let a) = $0 { HardwareTests.isAt(live)(a) } else { false } } })
             let accessory = try #require(await log.connected.last(where: HardwareTests.isAt(live)))
-            let handle = try await manager.openDevice(accessory.connectionID)
+            let handle = try #require(try await manager.openDevice(accessory.connectionID) as? LibUSBDeviceHandle)
             #expect(handle.isWrapped)
             #expect(handle.record.device.vendor == 0x1209 && handle.record.device.product == 0x000a)
             #expect(try Self.echo(handle, "no restart needed") == "no restart needed")
@@ -334,7 +334,7 @@ extension HardwareTests {
             let device = try plugged.plug("1209:000b:GONE")
             try #require(await log.wait { $0.contains { HardwareTests.isAt(device)($0.accessory) } })
             let accessory = try #require(await log.connected.first(where: HardwareTests.isAt(device)))
-            let handle = try await manager.openDevice(accessory.connectionID)
+            let handle = try #require(try await manager.openDevice(accessory.connectionID) as? LibUSBDeviceHandle)
             try plugged.unplug("GONE", silent: true)
             do {
                 _ = try Self.echo(handle, "anyone there?")

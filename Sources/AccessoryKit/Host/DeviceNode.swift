@@ -1,19 +1,19 @@
 /// Where a USB device instance lives: bus, address and its usbfs node, plus the IDs that
 /// an error message needs to name the udev rule. A plain value, with no libusb in it.
-struct DeviceNode: Hashable, Sendable, CustomStringConvertible {
-    var bus: Int
-    var address: Int
-    var vendor: UInt16?
-    var product: UInt16?
+package struct DeviceNode: Hashable, Sendable, CustomStringConvertible {
+    package var bus: Int
+    package var address: Int
+    package var vendor: UInt16?
+    package var product: UInt16?
 
     /// `/dev/bus/usb/BBB/DDD`.
-    var path: String { Self.path(bus: bus, address: address) }
+    package var path: String { Self.path(bus: bus, address: address) }
 
-    static func path(bus: Int, address: Int) -> String {
+    package static func path(bus: Int, address: Int) -> String {
         "/dev/bus/usb/\(threeDigits(bus))/\(threeDigits(address))"
     }
 
-    var description: String { "bus \(bus) address \(address)" }
+    package var description: String { "bus \(bus) address \(address)" }
 
     private static func threeDigits(_ n: Int) -> String {
         let s = String(n)

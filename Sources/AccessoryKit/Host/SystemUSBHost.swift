@@ -30,7 +30,7 @@ struct SystemUSBHost: USBHost {
 
     func stopMonitoring() { backend?.stopMonitoring() }
 
-    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> LibUSBDeviceHandle {
+    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
         guard let backend else {
             throw AccessoryError(.io, "libusb is unavailable on this machine", operation: "open")
         }

@@ -2,29 +2,29 @@ import AccessoryCore
 
 /// What the host knows about one device without reading it: bus, address, port chain and the
 /// cached descriptors. Plain values, so a hotplug callback may build one.
-struct USBDeviceRecord: Hashable, Sendable {
-    var bus: Int
-    var address: Int
+package struct USBDeviceRecord: Hashable, Sendable {
+    package var bus: Int
+    package var address: Int
     /// Port numbers from the root hub down; empty for a root hub.
-    var portNumbers: [UInt8]
-    var device: USBDeviceDescriptor
+    package var portNumbers: [UInt8]
+    package var device: USBDeviceDescriptor
     /// The active configuration, when asked for and available.
-    var configuration: USBConfiguration? = nil
-    var speed: USBSpeed? = nil
+    package var configuration: USBConfiguration? = nil
+    package var speed: USBSpeed? = nil
 
     /// The kernel's name for the port chain, such as `1-1.4`, or `usb1` for a root hub.
-    var port: String { Self.portChain(bus: bus, ports: portNumbers) }
+    package var port: String { Self.portChain(bus: bus, ports: portNumbers) }
 
     /// The kernel's name for a port chain: `1-1.4`, or `usb1` for a root hub.
-    static func portChain(bus: Int, ports: [UInt8]) -> String {
+    package static func portChain(bus: Int, ports: [UInt8]) -> String {
         guard !ports.isEmpty else { return "usb\(bus)" }
         return "\(bus)-" + ports.map { String($0) }.joined(separator: ".")
     }
 
-    var node: DeviceNode { DeviceNode(bus: bus, address: address, vendor: device.vendor, product: device.product) }
+    package var node: DeviceNode { DeviceNode(bus: bus, address: address, vendor: device.vendor, product: device.product) }
 
     /// What an arrival tells the registry before sysfs adds strings and protocols.
-    var accessoryDescriptor: AccessoryDescriptor {
+    package var accessoryDescriptor: AccessoryDescriptor {
         AccessoryDescriptor(
             bus: bus, address: address, port: port, vendor: device.vendor, product: device.product,
             bcdDevice: device.bcdDevice)
@@ -32,24 +32,24 @@ struct USBDeviceRecord: Hashable, Sendable {
 }
 
 /// A hotplug notice: a device arrived or left.
-struct HotplugNotice: Hashable, Sendable {
-    enum Kind: Hashable, Sendable {
+package struct HotplugNotice: Hashable, Sendable {
+    package enum Kind: Hashable, Sendable {
         case arrived, left
     }
 
-    var kind: Kind
+    package var kind: Kind
     /// What the notice says of the device. A simulated host, or a trace, may not know every
     /// field (an imported log can lack the address); libusb always gives bus, address, port,
     /// VID and PID.
-    var descriptor: AccessoryDescriptor
+    package var descriptor: AccessoryDescriptor
     /// The host's cached descriptors, speed and configuration, when it has them.
-    var record: USBDeviceRecord?
+    package var record: USBDeviceRecord?
     /// Whether `descriptor.port` is the kernel's own port chain. libusb builds its chain from
     /// its parent links, which can be shorter when a hub is missing from its list.
-    var portIsExact: Bool
+    package var portIsExact: Bool
 
     /// A libusb notice: every field from the record, the port chain possibly short.
-    init(kind: Kind, device: USBDeviceRecord) {
+    package init(kind: Kind, device: USBDeviceRecord) {
         self.kind = kind
         self.descriptor = device.accessoryDescriptor
         self.record = device
@@ -57,7 +57,7 @@ struct HotplugNotice: Hashable, Sendable {
     }
 
     /// A notice about a device known only by its descriptor, with an exact port chain.
-    init(kind: Kind, descriptor: AccessoryDescriptor) {
+    package init(kind: Kind, descriptor: AccessoryDescriptor) {
         self.kind = kind
         self.descriptor = descriptor
         self.record = nil

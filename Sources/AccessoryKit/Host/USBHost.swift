@@ -4,9 +4,9 @@ import AccessoryCore
 /// it. ``SystemUSBHost`` is the real one (libusb for hotplug and devices, sysfs for the OS
 /// truth); the `AccessoryTesting` product's `SimulatedUSB` is an in-process one on a virtual
 /// clock.
-protocol USBHost: Sendable {
-    /// The OS truth now: every USB device, hubs included. A scan that could not be read is
-    /// `nil`-free but carries a note.
+package protocol USBHost: Sendable {
+    /// The OS truth now: every USB device, hubs included, with a note when it could not be
+    /// read.
     func scan() -> SysfsScanner.Result
 
     /// One device of the OS truth, by its port name (`1-1.4`), read without a full scan.
@@ -22,7 +22,7 @@ protocol USBHost: Sendable {
     func stopMonitoring()
 
     /// Opens a device by bus and address, checking its IDs.
-    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> LibUSBDeviceHandle
+    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection
 
     /// Told once the manager has handled a notice of this host's, in order. A simulated host
     /// waits for it, so that a test sees the effect of a plug once the plug returns.

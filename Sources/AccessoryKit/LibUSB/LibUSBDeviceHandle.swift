@@ -11,7 +11,7 @@ import Glibc
 /// handle pointer is freed only in `deinit`, when no other reference exists; and libusb's
 /// operations on one handle may be called from any thread (libusb locks its claimed-interface
 /// bookkeeping and transfer lists internally, and each usbfs ioctl is atomic per descriptor).
-final class LibUSBDeviceHandle: @unchecked Sendable {
+final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
     private let raw: OpaquePointer
     let context: LibUSBContext
     /// Bus, address and IDs, for error messages.

@@ -124,7 +124,7 @@ public actor AccessoryManager {
     }
 
     /// A manager over any host: the system's, or a simulated one.
-    init(configuration: Configuration, host: any USBHost) async throws(AccessoryError) {
+    package init(configuration: Configuration, host: any USBHost) async throws(AccessoryError) {
         self.configuration = configuration
         self.host = host
         self.logger = configuration.logger
@@ -272,7 +272,7 @@ public actor AccessoryManager {
 
     /// Opens the device behind a connection, from libusb's list or, when libusb's cache
     /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile.
-    func openDevice(_ id: ConnectionID) throws(AccessoryError) -> LibUSBDeviceHandle {
+    func openDevice(_ id: ConnectionID) throws(AccessoryError) -> any USBDeviceConnection {
         guard let entry = entries[id], let accessory = registry[id], let address = accessory.descriptor.address else {
             throw AccessoryError(.notFound, "no accessory is connected with connection ID \(id)", operation: "open")
         }
@@ -400,7 +400,7 @@ public actor AccessoryManager {
 
     /// The earliest time, on the host's monotonic clock, at which a reconcile or a periodic
     /// tick falls due; `nil` after shutdown.
-    var nextDeadline: Duration? {
+    package var nextDeadline: Duration? {
         guard !isShutDown else { return nil }
         return min(pendingDeadline?.at ?? nextTick, nextTick)
     }
@@ -408,7 +408,7 @@ public actor AccessoryManager {
     /// Runs, in time order, the reconciles and ticks due by `now`: what the waiting tasks
     /// would do when a clock reaches `now`. A simulated host, whose clock only moves when it
     /// is told to, calls this instead of letting tasks sleep.
-    func runDue(until now: Duration) {
+    package func runDue(until now: Duration) {
         while !isShutDown {
             if let pending = pendingDeadline, pending.at <= now, pending.at <= nextTick {
                 pendingReconcile?.cancel()

@@ -2,17 +2,22 @@ import Glibc
 
 /// The two kernel clocks that together reveal a system sleep: `CLOCK_MONOTONIC` stops
 /// while the system is suspended, `CLOCK_BOOTTIME` does not.
-struct SystemUptime: Sendable, Hashable {
-    var monotonic: Duration
-    var boot: Duration
+package struct SystemUptime: Sendable, Hashable {
+    package var monotonic: Duration
+    package var boot: Duration
+
+    package init(monotonic: Duration, boot: Duration) {
+        self.monotonic = monotonic
+        self.boot = boot
+    }
 
     /// Time spent asleep between `earlier` and `self`.
-    func sleptSince(_ earlier: SystemUptime) -> Duration {
+    package func sleptSince(_ earlier: SystemUptime) -> Duration {
         (boot - earlier.boot) - (monotonic - earlier.monotonic)
     }
 
     /// Reads both clocks now.
-    static func now() -> SystemUptime {
+    package static func now() -> SystemUptime {
         SystemUptime(monotonic: read(CLOCK_MONOTONIC), boot: read(CLOCK_BOOTTIME))
     }
 

@@ -37,8 +37,8 @@ extension AccessoryManager {
                 .busy, "\(protocolName) on accessory \(label) is held by session '\(holder.name)'", operation: operation)
         }
 
-        var device: LibUSBDeviceHandle?
-        func openDevice() throws(AccessoryError) -> LibUSBDeviceHandle {
+        var device: (any USBDeviceConnection)?
+        func openDevice() throws(AccessoryError) -> any USBDeviceConnection {
             if let device { return device }
             do {
                 let opened = try self.openDevice(accessory.connectionID)
@@ -110,11 +110,14 @@ extension AccessoryManager {
         sessionCounter += 1
         let sessionName = name ?? "session-\(sessionCounter)"
         let pipe: BulkPipe
-        do {
+        do throws(AccessoryError) {
             if interface.alternate != 0 { try handle.setAlternateSetting(interface.alternate, interface: number) }
             let id = accessory.connectionID
+            guard let libusbHandle = handle as? LibUSBDeviceHandle else {
+                throw AccessoryError(.io, "sessions need a libusb device", operation: operation)
+            }
             pipe = try BulkPipe(
-                device: handle,
+                device: libusbHandle,
                 configuration: .init(
                     inEndpoint: inEndpoint.address, outEndpoint: outEndpoint.address,
                     maxPacketSize: max(outEndpoint.packetSize, 1), inTransfers: max(options.readsInFlight, 1),

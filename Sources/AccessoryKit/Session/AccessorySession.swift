@@ -50,7 +50,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
 
     private struct Lifecycle {
         /// The open device; `nil` once closed.
-        var device: LibUSBDeviceHandle?
+        var device: (any USBDeviceConnection)?
         /// Whether the session detached a kernel driver, to attach again at close.
         var detachedDriver: Bool
         var phase: Phase = .open
@@ -66,7 +66,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     init(
         name: String, accessory: Accessory, protocolName: String, options: Options, interface: UInt8,
         inEndpoint: UInt8, outEndpoint: UInt8, maxPacketSize: Int, manager: AccessoryManager,
-        device: LibUSBDeviceHandle, detachedDriver: Bool, pipe: BulkPipe, logger: Logger
+        device: any USBDeviceConnection, detachedDriver: Bool, pipe: BulkPipe, logger: Logger
     ) {
         self.name = name
         self.accessory = accessory

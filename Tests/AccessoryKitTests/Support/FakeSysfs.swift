@@ -112,7 +112,7 @@ final class FakeHost: USBHost {
 
     func didHandle(_ notice: HotplugNotice) {}
 
-    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> LibUSBDeviceHandle {
+    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
         throw AccessoryError(.notFound, "the fake host opens nothing")
     }
 
