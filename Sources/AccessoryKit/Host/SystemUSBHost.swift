@@ -39,6 +39,8 @@ struct SystemUSBHost: USBHost {
 
     func didHandle(_ notice: HotplugNotice) {}
 
+    var drivesTime: Bool { false }
+
     func uptime() -> SystemUptime { SystemUptime.now() }
 
     var version: String? { backend?.version }

@@ -47,6 +47,9 @@ package struct HotplugNotice: Hashable, Sendable {
     /// Whether `descriptor.port` is the kernel's own port chain. libusb builds its chain from
     /// its parent links, which can be shorter when a hub is missing from its list.
     package var portIsExact: Bool
+    /// For a LEFT: exactly what to remove, when the host knows it better than `descriptor`
+    /// says (a replayed trace's removal, which may lack the port or the address).
+    package var removal: DeviceRemoval?
 
     /// A libusb notice: every field from the record, the port chain possibly short.
     package init(kind: Kind, device: USBDeviceRecord) {
@@ -54,6 +57,7 @@ package struct HotplugNotice: Hashable, Sendable {
         self.descriptor = device.accessoryDescriptor
         self.record = device
         self.portIsExact = false
+        self.removal = nil
     }
 
     /// A notice about a device known only by its descriptor, with an exact port chain.
@@ -62,5 +66,6 @@ package struct HotplugNotice: Hashable, Sendable {
         self.descriptor = descriptor
         self.record = nil
         self.portIsExact = true
+        self.removal = nil
     }
 }

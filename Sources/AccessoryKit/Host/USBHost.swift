@@ -31,6 +31,11 @@ package protocol USBHost: Sendable {
     /// The two clocks that reveal a system sleep, read now.
     func uptime() -> SystemUptime
 
+    /// Whether the host runs the manager's due work itself (``AccessoryManager/runDue(until:)``)
+    /// as its clock moves, instead of the manager's tasks sleeping on the clock: a simulated
+    /// host, whose time moves only when a test says so.
+    var drivesTime: Bool { get }
+
     /// The host library's version, for diagnostics; `nil` where there is none.
     var version: String? { get }
 }

@@ -57,7 +57,7 @@ public actor AccessoryManager {
 
     /// What started a reconcile, for the log.
     enum Trigger: String, Sendable {
-        case initial, debounced, periodic, wake, noDevice = "no-device", refresh
+        case initial, debounced, periodic, wake, noDevice = "no-device", refresh, snapshot
         /// A second look after a reconcile found entries gone.
         case confirm
     }
@@ -86,6 +86,7 @@ public actor AccessoryManager {
     private var subscribers: [UInt64: AsyncStream<AccessoryEvent>.Continuation] = [:]
     private var nextSubscriber: UInt64 = 0
     private var monitorTaps: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
+    private var observers: [@Sendable (AccessoryEvent) -> Void] = []
     private(set) var isShutDown = false
     /// Open sessions, by connection and protocol (see AccessoryManager+Sessions.swift).
     var sessions: [SessionKey: AccessorySession] = [:]
@@ -147,6 +148,7 @@ public actor AccessoryManager {
                 }
             }
         }
+        guard !host.drivesTime else { return }
         timerTask = Task { [weak self, clock = configuration.clock, interval = configuration.reconcileInterval] in
             while true {
                 do { try await clock.sleep(for: interval) } catch { return }
@@ -319,7 +321,7 @@ public actor AccessoryManager {
             if !notice.portIsExact, let leaving, leaving.descriptor.vendor == device.vendor, leaving.descriptor.product == device.product {
                 port = nil
             }
-            apply(.removed(DeviceRemoval(bus: device.bus, address: device.address, port: port)))
+            apply(.removed(notice.removal ?? DeviceRemoval(bus: device.bus, address: device.address, port: port)))
             if let leaving, registry[leaving.connectionID] == nil, let key = leaving.descriptor.key {
                 deadInstances[key] = leaving.descriptor
             }
@@ -385,6 +387,7 @@ public actor AccessoryManager {
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
             sent.append(event)
+            for observer in observers { observer(event) }
             for continuation in subscribers.values { continuation.yield(event) }
         }
         return sent
@@ -394,6 +397,31 @@ public actor AccessoryManager {
         if info.isHub && !configuration.includeHubs { return false }
         guard let supported = configuration.supportedProtocols else { return true }
         return info.descriptor.protocols?.contains(where: supported.contains) ?? false
+    }
+
+    // MARK: Hooks for simulated hosts and trace replay
+
+    /// Calls `observer` with every notification as it is sent, synchronously, in order:
+    /// what a replay collects without racing a stream.
+    package func observe(_ observer: @escaping @Sendable (AccessoryEvent) -> Void) {
+        observers.append(observer)
+    }
+
+    /// Reconciles with the host's OS truth taken as authoritative, as a trace's `snapshot`
+    /// is: no instance counts as dead for lagging behind its LEFT event, and no entry waits
+    /// for confirmation.
+    package func reconcileWithAuthoritativeTruth() {
+        guard !isShutDown else { return }
+        deadInstances.removeAll()
+        reconcile(.snapshot)
+    }
+
+    /// Applies a recorded `sleep`, `wake` or `overflow` to the registry, as a replay does:
+    /// the registry suspects itself; the next snapshot reconciles it.
+    package func applyRecorded(_ event: HotplugEvent) {
+        guard !isShutDown else { return }
+        tap(event)
+        deliver(registry.apply(event).events, infos: [:])
     }
 
     // MARK: Running due work (simulated hosts)
@@ -425,9 +453,10 @@ public actor AccessoryManager {
 
     /// Runs one reconcile soon, after ``Configuration/debounce``, unless one is pending.
     private func scheduleReconcile(_ trigger: Trigger = .debounced) {
-        guard pendingReconcile == nil, !isShutDown else { return }
+        guard pendingDeadline == nil, !isShutDown else { return }
         let delay = trigger == .confirm ? confirmationDelay : configuration.debounce
         pendingDeadline = (host.uptime().monotonic + delay, trigger)
+        guard !host.drivesTime else { return }
         pendingReconcile = Task { [weak self, clock = configuration.clock] in
             try? await clock.sleep(for: delay)
             await self?.runPendingReconcile(trigger)
@@ -482,7 +511,7 @@ public actor AccessoryManager {
         case .debounced, .periodic:
             let absent = absentEntries(scan)
             guard !absent.isEmpty else { return false }
-            if pendingReconcile == nil {
+            if pendingDeadline == nil {
                 suspectedAbsent = absent
                 confirmations = 0
             }

@@ -112,6 +112,8 @@ final class FakeHost: USBHost {
 
     func didHandle(_ notice: HotplugNotice) {}
 
+    var drivesTime: Bool { false }
+
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
         throw AccessoryError(.notFound, "the fake host opens nothing")
     }
