@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "AccessoryCore", targets: ["AccessoryCore"]),
         .library(name: "AccessoryKit", targets: ["AccessoryKit"]),
+        .library(name: "AccessoryTesting", targets: ["AccessoryTesting"]),
         .executable(name: "accessoryctl", targets: ["accessoryctl"]),
         .executable(name: "accessory-sim", targets: ["accessory-sim"]),
         .executable(name: "accessory-bench", targets: ["AccessoryBench"]),
@@ -35,6 +36,9 @@ let package = Package(
                 "AccessoryCore", "CLibUSB",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Simulated USB for users' tests: the real manager on an in-process host and a
+        // virtual clock, and trace replay through it.
+        .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore"]),
         .executableTarget(
             name: "accessoryctl",
             dependencies: [
@@ -61,5 +65,8 @@ let package = Package(
         .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
         .testTarget(name: "AccessoryKitTests", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTestSupport"]),
         .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
+        .testTarget(
+            name: "AccessoryTestingTests",
+            dependencies: ["AccessoryTesting", "AccessoryKit", "AccessoryCore", "AccessoryTestSupport"]),
     ]
 )

@@ -1,0 +1,23 @@
+/// The virtual clock of a ``SimulatedUSB``: it moves only when the simulation says so
+/// (``SimulatedUSB/advance(by:)``), and a sleep on it ends when the simulation reaches its
+/// deadline (or when the sleeping task is cancelled). A manager on the simulation uses it, so
+/// a test never waits in real time.
+public struct SimulatedClock: Clock, Sendable {
+    public struct Instant: InstantProtocol, Sendable {
+        /// Time since the simulation started.
+        public var offset: Duration
+
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+    }
+
+    let system: SimulatedSystem
+
+    public var now: Instant { Instant(offset: system.now) }
+    public var minimumResolution: Duration { .nanoseconds(1) }
+
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        try await system.sleep(until: deadline.offset)
+    }
+}

@@ -1,0 +1,19 @@
+/// One attach of a ``SimulatedAccessory``: where it sits now. A re-enumeration
+/// (``SimulatedUSB/replug(_:silently:)``) gives a new `SimulatedDevice` on the same port.
+public struct SimulatedDevice: Sendable, Hashable, CustomStringConvertible {
+    public var bus: Int
+    public var address: Int
+    public var port: String
+    public var accessory: SimulatedAccessory
+
+    public var description: String {
+        let hex = { (v: UInt16) in String(v, radix: 16).leftPadded(to: 4) }
+        return "\(hex(accessory.vendor)):\(hex(accessory.product))\(accessory.serial.map { " \($0)" } ?? "") on \(port) (bus \(bus), address \(address))"
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

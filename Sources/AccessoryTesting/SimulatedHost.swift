@@ -1,0 +1,54 @@
+import AccessoryCore
+import AccessoryKit
+import Synchronization
+
+/// The host one manager on a ``SimulatedUSB`` sees: the simulation's OS truth and clock, and
+/// a hotplug subscription of its own. It runs the manager's due work itself
+/// (``drivesTime``), as the simulation's clock moves.
+final class SimulatedHost: USBHost {
+    let system: SimulatedSystem
+    private let subscription = Mutex<UInt64?>(nil)
+
+    init(system: SimulatedSystem) {
+        self.system = system
+    }
+
+    func scan() -> SysfsScanner.Result {
+        SysfsScanner.Result(devices: system.devices.map(\.info))
+    }
+
+    func device(named port: String) -> USBDeviceInfo? {
+        system.device(named: port)?.info
+    }
+
+    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? {
+        let (id, notices) = system.subscribe()
+        subscription.withLock { $0 = id }
+        return notices
+    }
+
+    func stopMonitoring() {
+        if let id = subscription.withLock({ s in defer { s = nil }; return s }) { system.unsubscribe(id) }
+    }
+
+    func didHandle(_ notice: HotplugNotice) {
+        if let id = subscription.withLock({ $0 }) { system.handled(by: id) }
+    }
+
+    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
+        guard let device = system.device(bus: bus, address: address), device.info.descriptor.vendor == vendor,
+            device.info.descriptor.product == product
+        else {
+            throw AccessoryError(
+                .accessoryDisconnected(.ghostEvicted(.noDevice(operation: "open"))),
+                "the device is gone (bus \(bus) address \(address)): NO_DEVICE", operation: "open")
+        }
+        return try SimulatedDeviceConnection(system: system, device: device)
+    }
+
+    func uptime() -> SystemUptime { system.uptime }
+
+    var drivesTime: Bool { true }
+
+    var version: String? { "simulated" }
+}

@@ -1,0 +1,263 @@
+import AccessoryCore
+import AccessoryKit
+import Synchronization
+
+/// What a ``SimulatedUSB`` and the hosts of the managers on it share: the OS truth, the
+/// virtual clock and its sleepers, and the hotplug subscribers with what each has yet to
+/// handle. One `Mutex` guards it all; continuations are resumed after it is released.
+final class SimulatedSystem: Sendable {
+    /// One device of the OS truth: what sysfs would say, and the accessory behind it (none
+    /// for a device that a replayed trace describes).
+    struct Device: Sendable {
+        var info: USBDeviceInfo
+        var accessory: SimulatedAccessory?
+        /// Bumped by every attach, so a session knows when its instance is gone.
+        var instance: UInt64
+    }
+
+    private struct Subscriber {
+        var continuation: AsyncStream<HotplugNotice>.Continuation
+        var pending: Int
+    }
+
+    private struct Sleeper {
+        var id: UInt64
+        var deadline: Duration
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now: Duration = .zero
+        var asleep: Duration = .zero
+        var devices: [Device] = []
+        var lastAddress: [Int: Int] = [:]
+        var nextID: UInt64 = 1
+        var subscribers: [UInt64: Subscriber] = [:]
+        var handledWaiters: [CheckedContinuation<Void, Never>] = []
+        var sleepers: [Sleeper] = []
+        /// Sleepers cancelled before they were registered.
+        var cancelled: Set<UInt64> = []
+    }
+
+    private let state = Mutex(State())
+
+    // MARK: The clock
+
+    var now: Duration { state.withLock { $0.now } }
+
+    /// Both kernel clocks: MONOTONIC stops while the system sleeps, BOOTTIME does not.
+    var uptime: SystemUptime { state.withLock { SystemUptime(monotonic: $0.now, boot: $0.now + $0.asleep) } }
+
+    /// The earliest deadline a task sleeps until, if any.
+    var nextSleeperDeadline: Duration? { state.withLock { $0.sleepers.map(\.deadline).min() } }
+
+    /// Moves the clock to `time` (never back) and wakes the sleepers due by then.
+    func setNow(_ time: Duration) {
+        let due: [Sleeper] = state.withLock { s in
+            s.now = max(s.now, time)
+            let now = s.now
+            let due = s.sleepers.filter { $0.deadline <= now }
+            s.sleepers.removeAll { $0.deadline <= now }
+            return due
+        }
+        for sleeper in due.sorted(by: { $0.deadline < $1.deadline }) { sleeper.continuation.resume() }
+    }
+
+    /// Adds time asleep: BOOTTIME moves, MONOTONIC does not.
+    func sleep(for duration: Duration) {
+        state.withLock { $0.asleep += duration }
+    }
+
+    func sleep(until deadline: Duration) async throws {
+        let id = state.withLock { s in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                let resume: Result<Void, any Error>? = state.withLock { s in
+                    if s.cancelled.remove(id) != nil { return .failure(CancellationError()) }
+                    if deadline <= s.now { return .success(()) }
+                    s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: c))
+                    return nil
+                }
+                if let resume { c.resume(with: resume) }
+            }
+        } onCancel: {
+            let sleeper: Sleeper? = state.withLock { s in
+                guard let i = s.sleepers.firstIndex(where: { $0.id == id }) else {
+                    s.cancelled.insert(id)
+                    return nil
+                }
+                return s.sleepers.remove(at: i)
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    // MARK: The OS truth
+
+    var devices: [Device] { state.withLock { $0.devices } }
+
+    func device(named port: String) -> Device? {
+        state.withLock { s in s.devices.first { $0.info.descriptor.port == port } }
+    }
+
+    func device(bus: Int, address: Int) -> Device? {
+        state.withLock { s in s.devices.first { $0.info.descriptor.bus == bus && $0.info.descriptor.address == address } }
+    }
+
+    /// Attaches an accessory at `port` (or the next free root port) under the next free
+    /// address of the bus, as the kernel hands them out (wrapping after 127).
+    func attach(_ accessory: SimulatedAccessory, port: String?) -> Device {
+        state.withLock { s in
+            let bus = 1
+            let port = port ?? Self.freePort(bus: bus, taken: Set(s.devices.map(\.info.descriptor.port)))
+            s.devices.removeAll { $0.info.descriptor.port == port }
+            let address = Self.freeAddress(after: s.lastAddress[bus] ?? 1, taken: Set(s.devices.compactMap(\.info.descriptor.address)))
+            s.lastAddress[bus] = address
+            defer { s.nextID += 1 }
+            let device = Device(info: Self.info(accessory, bus: bus, address: address, port: port), accessory: accessory, instance: s.nextID)
+            s.devices.append(device)
+            return device
+        }
+    }
+
+    /// Attaches a device a trace describes, exactly as described, replacing whatever held its
+    /// port.
+    func attach(_ descriptor: AccessoryDescriptor) {
+        state.withLock { s in
+            s.devices.removeAll { $0.info.descriptor.port == descriptor.port && $0.info.descriptor.bus == descriptor.bus }
+            defer { s.nextID += 1 }
+            s.devices.append(Device(info: USBDeviceInfo(descriptor: descriptor, deviceClass: 0), accessory: nil, instance: s.nextID))
+        }
+    }
+
+    /// Detaches the device at `port`; returns it.
+    @discardableResult
+    func detach(port: String) -> Device? {
+        state.withLock { s in
+            guard let i = s.devices.firstIndex(where: { $0.info.descriptor.port == port }) else { return nil }
+            return s.devices.remove(at: i)
+        }
+    }
+
+    /// Detaches what a trace's removal names: by bus and address when it has one, else by
+    /// bus and port.
+    func detach(_ removal: DeviceRemoval) {
+        state.withLock { s in
+            s.devices.removeAll { d in
+                let x = d.info.descriptor
+                guard x.bus == removal.bus else { return false }
+                if let address = removal.address { return x.address == address }
+                return x.port == removal.port
+            }
+        }
+    }
+
+    /// Replaces the whole truth with a trace's snapshot.
+    func setTruth(_ descriptors: [AccessoryDescriptor]) {
+        state.withLock { s in
+            s.devices = descriptors.map { d in
+                defer { s.nextID += 1 }
+                return Device(info: USBDeviceInfo(descriptor: d, deviceClass: 0), accessory: nil, instance: s.nextID)
+            }
+        }
+    }
+
+    static func freePort(bus: Int, taken: Set<String>) -> String {
+        var n = 1
+        while taken.contains("\(bus)-\(n)") { n += 1 }
+        return "\(bus)-\(n)"
+    }
+
+    static func freeAddress(after last: Int, taken: Set<Int>) -> Int {
+        var candidate = last
+        for _ in 0..<127 {
+            candidate = candidate >= 127 ? 2 : candidate + 1
+            if !taken.contains(candidate) { return candidate }
+        }
+        return candidate
+    }
+
+    /// What sysfs would say of a simulated accessory: one vendor-specific interface per
+    /// protocol, named by it, with bulk endpoints `0x01+N` and `0x81+N` of 512 bytes.
+    static func info(_ a: SimulatedAccessory, bus: Int, address: Int, port: String) -> USBDeviceInfo {
+        let descriptor = AccessoryDescriptor(
+            bus: bus, address: address, port: port, vendor: a.vendor, product: a.product, bcdDevice: a.bcdDevice,
+            serial: a.serial, manufacturer: a.manufacturer, name: a.name, protocols: a.protocols)
+        let interfaces = a.protocols.enumerated().map { i, name in
+            USBInterface(
+                number: UInt8(i), alternate: 0, interfaceClass: 0xff, interfaceSubclass: 0, interfaceProtocol: 0,
+                nameIndex: UInt8(4 + i), declaredEndpointCount: 2,
+                endpoints: [
+                    USBEndpoint(address: 0x01 + UInt8(i), attributes: 0x02, maxPacketSize: 512, interval: 0),
+                    USBEndpoint(address: 0x81 + UInt8(i), attributes: 0x02, maxPacketSize: 512, interval: 0),
+                ], name: name)
+        }
+        return USBDeviceInfo(
+            descriptor: descriptor, deviceClass: 0,
+            deviceDescriptor: USBDeviceDescriptor(
+                bcdUSB: 0x0200, deviceClass: 0, deviceSubclass: 0, deviceProtocol: 0, maxPacketSize0: 64, vendor: a.vendor,
+                product: a.product, bcdDevice: a.bcdDevice, manufacturerIndex: a.manufacturer == nil ? 0 : 1,
+                productIndex: a.name == nil ? 0 : 2, serialNumberIndex: a.serial == nil ? 0 : 3, configurationCount: 1),
+            configuration: USBConfiguration(
+                value: 1, attributes: 0x80, maxPower: 50, declaredInterfaceCount: UInt8(interfaces.count), interfaces: interfaces),
+            speed: .high)
+    }
+
+    // MARK: Hotplug
+
+    /// A new subscriber's notices.
+    func subscribe() -> (id: UInt64, notices: AsyncStream<HotplugNotice>) {
+        let (stream, continuation) = AsyncStream.makeStream(of: HotplugNotice.self, bufferingPolicy: .unbounded)
+        let id = state.withLock { s in
+            defer { s.nextID += 1 }
+            s.subscribers[s.nextID] = Subscriber(continuation: continuation, pending: 0)
+            return s.nextID
+        }
+        return (id, stream)
+    }
+
+    func unsubscribe(_ id: UInt64) {
+        let (subscriber, waiters) = state.withLock { s in (s.subscribers.removeValue(forKey: id), Self.takeWaitersIfIdle(&s)) }
+        subscriber?.continuation.finish()
+        for w in waiters { w.resume() }
+    }
+
+    /// Sends a notice to every subscriber.
+    func send(_ notice: HotplugNotice) {
+        state.withLock { s in
+            for id in s.subscribers.keys {
+                s.subscribers[id]!.pending += 1
+                s.subscribers[id]!.continuation.yield(notice)
+            }
+        }
+    }
+
+    func handled(by id: UInt64) {
+        let waiters = state.withLock { s in
+            if let p = s.subscribers[id]?.pending, p > 0 { s.subscribers[id]!.pending = p - 1 }
+            return Self.takeWaitersIfIdle(&s)
+        }
+        for w in waiters { w.resume() }
+    }
+
+    /// Returns once every subscriber has handled every notice sent so far.
+    func waitUntilHandled() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { s in
+                if s.subscribers.values.allSatisfy({ $0.pending == 0 }) { return true }
+                s.handledWaiters.append(c)
+                return false
+            }
+            if idle { c.resume() }
+        }
+    }
+
+    private static func takeWaitersIfIdle(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
+        guard s.subscribers.values.allSatisfy({ $0.pending == 0 }) else { return [] }
+        defer { s.handledWaiters.removeAll() }
+        return s.handledWaiters
+    }
+}

@@ -1,0 +1,122 @@
+import AccessoryCore
+import AccessoryKit
+
+/// A simulated USB system, in process, on a virtual clock: the OS truth and the hotplug
+/// source of the managers started on it with ``AccessoryManager/init(configuration:usb:)``
+/// or ``withAccessoryManager(configuration:usb:isolation:_:)``.
+///
+/// Hotplug is delivered as the kernel would, but deterministically: ``plug(_:port:)``,
+/// ``unplug(_:silently:)`` and ``replug(_:silently:)`` return once every manager on the
+/// simulation has handled their events. Time moves only with ``advance(by:)``, which runs
+/// everything that falls due (debounced and periodic reconciles, confirmations, sleeps on
+/// ``clock``) in time order, and ``sleep(for:)``, which the managers see as a system sleep.
+public actor SimulatedUSB {
+    let system = SimulatedSystem()
+    private var managers: [WeakManager] = []
+
+    private struct WeakManager {
+        weak var manager: AccessoryManager?
+    }
+
+    /// An empty system with one bus.
+    public init() {}
+
+    /// The virtual clock. Managers on this simulation use it; so may the test.
+    public nonisolated var clock: SimulatedClock { SimulatedClock(system: system) }
+
+    /// The OS truth now: the devices attached, in the order they were attached.
+    public var devices: [SimulatedDevice] {
+        system.devices.compactMap { d in
+            d.accessory.map { SimulatedDevice(bus: d.info.descriptor.bus, address: d.info.descriptor.address ?? 0, port: d.info.descriptor.port, accessory: $0) }
+        }
+    }
+
+    /// Attaches `accessory` on `port` (or the next free root port, `1-1`, `1-2`, …) at the
+    /// next free address, with a hotplug arrival.
+    @discardableResult
+    public func plug(_ accessory: SimulatedAccessory, port: String? = nil) async -> SimulatedDevice {
+        let device = system.attach(accessory, port: port)
+        system.send(HotplugNotice(kind: .arrived, descriptor: device.info.descriptor))
+        await system.waitUntilHandled()
+        return Self.simulated(device, accessory)
+    }
+
+    /// Detaches `device`. `silently` sends no hotplug event, as when the monitor loses it: the
+    /// managers find out at their next reconcile that sees the truth.
+    public func unplug(_ device: SimulatedDevice, silently: Bool = false) async {
+        guard let gone = system.detach(port: device.port), gone.info.descriptor.address == device.address else { return }
+        guard !silently else { return }
+        system.send(HotplugNotice(kind: .left, descriptor: gone.info.descriptor))
+        await system.waitUntilHandled()
+    }
+
+    /// Re-enumerates `device`: the same accessory on the same port under the next address.
+    /// `silently` loses both events, as in the eight-hours-asleep story.
+    @discardableResult
+    public func replug(_ device: SimulatedDevice, silently: Bool = false) async -> SimulatedDevice {
+        await unplug(device, silently: silently)
+        let fresh = system.attach(device.accessory, port: device.port)
+        if !silently {
+            system.send(HotplugNotice(kind: .arrived, descriptor: fresh.info.descriptor))
+            await system.waitUntilHandled()
+        }
+        return Self.simulated(fresh, device.accessory)
+    }
+
+    /// The system sleeps for `duration`: CLOCK_BOOTTIME moves on and CLOCK_MONOTONIC does
+    /// not, so a manager finds the gap at its next periodic reconcile (``advance(by:)`` by
+    /// the reconcile interval) and reconciles at once.
+    public func sleep(for duration: Duration) async {
+        system.sleep(for: duration)
+    }
+
+    /// Moves the virtual clock on by `duration`, running everything that falls due on the
+    /// way in time order: debounced, confirming and periodic reconciles of every manager on
+    /// this simulation, and tasks sleeping on ``clock``.
+    public func advance(by duration: Duration) async {
+        let target = system.now + duration
+        while true {
+            var next = system.nextSleeperDeadline
+            for m in managers.compactMap(\.manager) {
+                if let d = await m.nextDeadline { next = min(next ?? d, d) }
+            }
+            guard let due = next, due <= target else { break }
+            system.setNow(due)
+            for m in managers.compactMap(\.manager) { await m.runDue(until: system.now) }
+            // Let the tasks just woken from the clock run before time moves on.
+            for _ in 0..<8 { await Task.yield() }
+        }
+        system.setNow(target)
+        managers.removeAll { $0.manager == nil }
+    }
+
+    // MARK: For managers and replays in this package
+
+    func attach(_ manager: AccessoryManager) {
+        managers.append(WeakManager(manager: manager))
+    }
+
+    func makeHost() -> SimulatedHost { SimulatedHost(system: system) }
+
+    /// A trace's `add`: attaches exactly what it describes and delivers the arrival.
+    func replayArrival(_ descriptor: AccessoryDescriptor) async {
+        system.attach(descriptor)
+        system.send(HotplugNotice(kind: .arrived, descriptor: descriptor))
+        await system.waitUntilHandled()
+    }
+
+    /// A trace's `remove`: detaches what it names and delivers exactly that removal.
+    func replayRemoval(_ removal: DeviceRemoval) async {
+        let known = removal.address.flatMap { system.device(bus: removal.bus, address: $0) }?.info.descriptor
+        system.detach(removal)
+        var notice = HotplugNotice(
+            kind: .left, descriptor: known ?? AccessoryDescriptor(bus: removal.bus, address: removal.address, port: removal.port ?? ""))
+        notice.removal = removal
+        system.send(notice)
+        await system.waitUntilHandled()
+    }
+
+    private static func simulated(_ d: SimulatedSystem.Device, _ accessory: SimulatedAccessory) -> SimulatedDevice {
+        SimulatedDevice(bus: d.info.descriptor.bus, address: d.info.descriptor.address ?? 0, port: d.info.descriptor.port, accessory: accessory)
+    }
+}

@@ -1,0 +1,78 @@
+import AccessoryCore
+import AccessoryKit
+import AccessoryTestSupport
+import AccessoryTesting
+import Foundation
+import Testing
+
+/// `TraceReplay` through the real manager on a simulation must say what
+/// `accessoryctl replay --json` says: the same notifications, IDs, order and reasons.
+@Suite("TraceReplay equals the replay")
+struct TraceReplayTests {
+    /// The notification lines of `accessoryctl replay --json` for these records: the
+    /// command's own code path (TraceReplayer and ReplayOutput), without the final line.
+    static func replayLines(_ records: [TraceRecord]) -> [String] {
+        var replayer = TraceReplayer()
+        var output = ReplayOutput()
+        replayer.replay(records) { output.append($0) }
+        return lines(output)
+    }
+
+    static func lines(_ events: [AccessoryEvent]) -> [String] {
+        var output = ReplayOutput()
+        for event in events { output.append(event) }
+        return lines(output)
+    }
+
+    private static func lines(_ output: ReplayOutput) -> [String] {
+        output.string.split(separator: "\n").map(String.init)
+    }
+
+    static func generated(seed: UInt64, events: Int, faults: FaultInjector.Configuration) -> [TraceRecord] {
+        var records: [TraceRecord] = []
+        var injector = FaultInjector(faults, seed: seed)
+        let generator = TraceGenerator(.init(
+            seed: seed, events: events, devices: 6, buses: 2, snapshotInterval: 25,
+            sleepProbability: 0.01, overflowProbability: 0.01))
+        for record in generator { injector.push(record) { records.append($0) } }
+        injector.finish { records.append($0) }
+        return records
+    }
+
+    @Test("The eight-hours fixture: the same lines as accessoryctl replay --json")
+    func eightHours() async throws {
+        let path = Fixtures.path("eight-hours-asleep.jsonl")
+        let replay = try TraceReplay(path: path)
+        let events = try await replay.events()
+        #expect(Self.lines(events) == Self.replayLines(replay.records))
+        #expect(events.count == 9)
+        #expect(events.filter { if case .disconnected(_, .ghostEvicted) = $0 { true } else { false } }.count == 3)
+    }
+
+    @Test("1,000 seeded traces with faults: the same lines as the replay, entry for entry")
+    func seededFaultTraces() async throws {
+        var compared = 0, notifications = 0, ghosts = 0
+        for seed in UInt64(1)...1000 {
+            let faults = FaultInjector.Configuration(
+                drop: Double(seed % 4) * 0.05, duplicate: Double(seed % 3) * 0.05, reorder: Double(seed % 5) * 0.04,
+                delay: Double(seed % 2) * 0.05)
+            let records = Self.generated(seed: seed, events: 60 + Int(seed % 80), faults: faults)
+            var text = ""
+            var writer = TraceWriter(sink: ByteBufferSink(), flushesEachRecord: false)
+            for r in records { try writer.write(r) }
+            try writer.flush()
+            text = String(decoding: writer.sink.bytes, as: UTF8.self)
+            let replay = try TraceReplay(contents: text, name: "seed-\(seed)")
+            let got = Self.lines(try await replay.events())
+            let want = Self.replayLines(replay.records)
+            #expect(got == want, "seed \(seed): first difference at \(Array(zip(got, want)).firstIndex { $0.0 != $0.1 } ?? min(got.count, want.count))")
+            if got != want { break }
+            compared += 1
+            notifications += got.count
+            ghosts += got.filter { $0.contains(#""reason":"ghost-evicted""#) }.count
+        }
+        #expect(compared == 1000)
+        print("compared \(compared) traces: \(notifications) notifications, \(ghosts) ghost evictions")
+        #expect(notifications > 10_000 && ghosts > 100, "the traces exercise evictions: \(notifications) notifications, \(ghosts) ghosts")
+    }
+}
