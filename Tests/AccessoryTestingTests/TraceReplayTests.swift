@@ -75,4 +75,28 @@ struct TraceReplayTests {
         print("compared \(compared) traces: \(notifications) notifications, \(ghosts) ghost evictions")
         #expect(notifications > 10_000 && ghosts > 100, "the traces exercise evictions: \(notifications) notifications, \(ghosts) ghosts")
     }
+
+    @Test("Stepping: play to a time, look at the manager, go on; the end is the same as playing it whole")
+    func stepping() async throws {
+        let replay = try TraceReplay(path: Fixtures.path("eight-hours-asleep.jsonl"))
+        let whole = try await replay.events()
+        let (before, after) = try await replay.play { player in
+            try await player.play(until: 60)
+            let first = await player.events
+            #expect(await player.manager.connectedAccessories.map(\.connectionID.rawValue) == [1])
+            try await player.finish()
+            return (first, await player.events)
+        }
+        #expect(before.count == 1)
+        #expect(after == whole)
+    }
+
+    @Test("A malformed trace is an error with the file, the line and the reason")
+    func malformed() throws {
+        let error = try #require(throws: TraceError.self) {
+            try TraceReplay(contents: "{\"t\":0,\"event\":\"add\",\"bus\":1,\"port\":\"1-1\"}\n{\"t\":1,\"event\":\"remove\"}\n", name: "mine.jsonl")
+        }
+        #expect(error.file == "mine.jsonl" && error.line == 2)
+        #expect(error.description.hasPrefix("mine.jsonl:2:"))
+    }
 }
