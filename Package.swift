@@ -15,6 +15,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // The C boundary: libusb, through pkg-config. Only AccessoryKit/LibUSB imports it.
@@ -33,6 +34,7 @@ let package = Package(
             dependencies: [
                 "AccessoryCore", "CLibUSB",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]),
         .executableTarget(
             name: "accessoryctl",

@@ -109,18 +109,12 @@ extension AccessoryManager {
 
         sessionCounter += 1
         let sessionName = name ?? "session-\(sessionCounter)"
-        let pipe: BulkPipe
+        let pipe: DataPlane
         do {
             if interface.alternate != 0 { try handle.setAlternateSetting(interface.alternate, interface: number) }
             let id = accessory.connectionID
-            pipe = try BulkPipe(
-                device: handle,
-                configuration: .init(
-                    inEndpoint: inEndpoint.address, outEndpoint: outEndpoint.address,
-                    maxPacketSize: max(outEndpoint.packetSize, 1), inTransfers: max(options.readsInFlight, 1),
-                    outTransfers: max(options.writesInFlight, 1), transferSize: max(options.transferSize, 1),
-                    bufferCapacity: max(options.bufferCapacity, 1), sendsZeroLengthPacket: options.sendsZeroLengthPacket,
-                    writeTimeout: options.writeTimeout, sessionDescription: "session '\(sessionName)'"),
+            pipe = try Self.makeDataPlane(
+                handle, in: inEndpoint, out: outEndpoint, options: options, description: "session '\(sessionName)'",
                 onNoDevice: { [weak self] operation, pipe in
                     Task {
                         // The manager ends the pipe (``endSessions(of:reason:)``) with the
@@ -170,6 +164,28 @@ extension AccessoryManager {
     /// The sessions open now, in name order.
     public var openSessions: [AccessorySession] {
         sessions.values.sorted { $0.name < $1.name }
+    }
+
+    /// A session's data plane over libusb transfer queues for its two endpoints.
+    private static func makeDataPlane(
+        _ handle: LibUSBDeviceHandle, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint,
+        options: AccessorySession.Options, description: String, onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
+    ) throws(AccessoryError) -> DataPlane {
+        let input = InputStateMachine.Configuration(
+            maxPacketSize: inEndpoint.packetSize, transferSize: options.transferSize, transfersInFlight: options.readsInFlight,
+            bufferCapacity: options.bufferCapacity, bufferedItemLimit: options.bufferedItemLimit)
+        let output = OutputStateMachine.Configuration(
+            maxPacketSize: outEndpoint.packetSize, transferSize: options.transferSize, transfersInFlight: options.writesInFlight,
+            bufferCapacity: options.writeBufferCapacity, sendsZeroLengthPacket: options.sendsZeroLengthPacket)
+        let inQueue = try LibUSBTransferQueue(
+            device: handle, endpoint: inEndpoint.address, maxPacketSize: inEndpoint.packetSize,
+            transfers: input.transfersInFlight, transferSize: input.transferLength)
+        let outQueue = try LibUSBTransferQueue(
+            device: handle, endpoint: outEndpoint.address, maxPacketSize: outEndpoint.packetSize,
+            transfers: output.transfersInFlight, transferSize: output.transferSize)
+        return DataPlane(
+            input: inQueue, output: outQueue,
+            configuration: .init(input: input, output: output, sessionDescription: description), onNoDevice: onNoDevice)
     }
 
     // MARK: Hooks for the manager
