@@ -57,7 +57,9 @@ let package = Package(
         .executableTarget(name: "FuzzUdevadmImporter", dependencies: ["AccessoryCore", "FuzzSupport"]),
         .executableTarget(name: "FuzzDescriptorParser", dependencies: ["AccessoryCore", "FuzzSupport"]),
         .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore"]),
-        .testTarget(name: "AccessoryKitTests", dependencies: ["AccessoryKit", "AccessoryCore"]),
+        .testTarget(
+            name: "AccessoryKitTests",
+            dependencies: ["AccessoryKit", "AccessoryCore", .product(name: "DequeModule", package: "swift-collections")]),
         .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore"]),
     ]
 )

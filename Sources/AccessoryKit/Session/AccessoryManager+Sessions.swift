@@ -171,21 +171,17 @@ extension AccessoryManager {
         _ handle: LibUSBDeviceHandle, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint,
         options: AccessorySession.Options, description: String, onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
     ) throws(AccessoryError) -> DataPlane {
-        let input = InputStateMachine.Configuration(
-            maxPacketSize: inEndpoint.packetSize, transferSize: options.transferSize, transfersInFlight: options.readsInFlight,
-            bufferCapacity: options.bufferCapacity, bufferedItemLimit: options.bufferedItemLimit)
-        let output = OutputStateMachine.Configuration(
-            maxPacketSize: outEndpoint.packetSize, transferSize: options.transferSize, transfersInFlight: options.writesInFlight,
-            bufferCapacity: options.writeBufferCapacity, sendsZeroLengthPacket: options.sendsZeroLengthPacket)
+        let configuration = DataPlane.Configuration(
+            options: options, inPacketSize: inEndpoint.packetSize, outPacketSize: outEndpoint.packetSize,
+            sessionDescription: description)
+        let (input, output) = (configuration.input, configuration.output)
         let inQueue = try LibUSBTransferQueue(
             device: handle, endpoint: inEndpoint.address, maxPacketSize: inEndpoint.packetSize,
             transfers: input.transfersInFlight, transferSize: input.transferLength)
         let outQueue = try LibUSBTransferQueue(
             device: handle, endpoint: outEndpoint.address, maxPacketSize: outEndpoint.packetSize,
             transfers: output.transfersInFlight, transferSize: output.transferSize)
-        return DataPlane(
-            input: inQueue, output: outQueue,
-            configuration: .init(input: input, output: output, sessionDescription: description), onNoDevice: onNoDevice)
+        return DataPlane(input: inQueue, output: outQueue, configuration: configuration, onNoDevice: onNoDevice)
     }
 
     // MARK: Hooks for the manager

@@ -23,6 +23,24 @@ final class DataPlane: Sendable {
         var output: OutputStateMachine.Configuration
         /// For error messages, such as `session 'x'`.
         var sessionDescription: String
+
+        init(input: InputStateMachine.Configuration, output: OutputStateMachine.Configuration, sessionDescription: String) {
+            self.input = input
+            self.output = output
+            self.sessionDescription = sessionDescription
+        }
+
+        /// A session's: IN transfers in the IN endpoint's packets, OUT transfers in the OUT
+        /// endpoint's.
+        init(options: AccessorySession.Options, inPacketSize: Int, outPacketSize: Int, sessionDescription: String) {
+            self.input = InputStateMachine.Configuration(
+                maxPacketSize: inPacketSize, transferSize: options.transferSize, transfersInFlight: options.readsInFlight,
+                bufferCapacity: options.bufferCapacity, bufferedItemLimit: options.bufferedItemLimit)
+            self.output = OutputStateMachine.Configuration(
+                maxPacketSize: outPacketSize, transferSize: options.transferSize, transfersInFlight: options.writesInFlight,
+                bufferCapacity: options.writeBufferCapacity, sendsZeroLengthPacket: options.sendsZeroLengthPacket)
+            self.sessionDescription = sessionDescription
+        }
     }
 
     /// Counters for tests and diagnostics.
