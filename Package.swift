@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // The C boundary: libusb, through pkg-config. Only AccessoryKit/LibUSB imports it.
@@ -35,6 +36,7 @@ let package = Package(
             dependencies: [
                 "AccessoryCore", "CLibUSB",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]),
         // Simulated USB for users' tests: the real manager on an in-process host and a
         // virtual clock, and trace replay through it.
@@ -63,7 +65,12 @@ let package = Package(
         // project's own replay and list checks.
         .target(name: "AccessoryTestSupport", path: "Tests/AccessoryTestSupport"),
         .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
-        .testTarget(name: "AccessoryKitTests", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTestSupport"]),
+        .testTarget(
+            name: "AccessoryKitTests",
+            dependencies: [
+                "AccessoryKit", "AccessoryCore", "AccessoryTestSupport",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]),
         .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
         .testTarget(
             name: "AccessoryTestingTests",

@@ -16,6 +16,8 @@ import Glibc
 /// - (b) whole processes: `accessoryctl open` piping a file through the accessory, against
 ///   `bulk_echo --async 4` echoing as much (wall, CPU and peak RSS of each process).
 /// - (c) per-transfer overhead: 8-byte round trips, one at a time, in µs each.
+/// - (d) write size: the same echo with default options and a reader alongside, written in
+///   16 KiB writes against 64 KiB writes (target: 16 KiB ≥ 0.9 × 64 KiB).
 ///
 /// Each figure is the median of `runs` runs (by time), ours and C's runs alternating.
 struct SessionBenchmark {
@@ -99,6 +101,9 @@ struct SessionBenchmark {
         let (tiny, cTiny) = try await interleaved(
             { try await Self.echoSync(manager, accessory, small, chunk: 8) },
             { try cEcho(["--sync", "--size", "\(8 * roundTrips)", "--transfer-size", "8"]) })
+        let (writes16, writes64) = try await alternating(
+            { try await Self.echoWrites(manager, accessory, data, writeSize: 16 * 1024) },
+            { try await Self.echoWrites(manager, accessory, data, writeSize: 64 * 1024) })
         await manager.shutdown()
 
         var rows: [String] = []
@@ -133,6 +138,19 @@ struct SessionBenchmark {
                 format: "| %@ | %.1f | %.1f | %.2f | %.2f |", name, s.microsecondsPerTransfer, s.cpuMicrosecondsPerTransfer,
                 s.seconds / cTiny.seconds, s.cpu / cTiny.cpu))
         }
+        rows.append("")
+        rows.append("### (d) Write size: \(megabytes) MiB echoed in writes of 16 KiB and of 64 KiB, default options (median of \(runs))")
+        rows.append("")
+        rows.append("| writes | seconds | MB/s | CPU s | throughput ÷ 64 KiB writes |")
+        rows.append("|---|---:|---:|---:|---:|")
+        for (name, s) in [("16 KiB", writes16), ("64 KiB", writes64)] {
+            rows.append(String(
+                format: "| %@ | %.3f | %.1f | %.3f | %.2f |", name, s.seconds, s.megabytesPerSecond, s.cpu,
+                s.megabytesPerSecond / writes64.megabytesPerSecond))
+        }
+        let smallRatio = writes16.megabytesPerSecond / writes64.megabytesPerSecond
+        rows.append("")
+        rows.append(String(format: "Target (d): 16 KiB writes ≥ 0.9 × 64 KiB writes: %@ (%.2f).", smallRatio >= 0.9 ? "met" : "NOT met", smallRatio))
         rows.append("")
         let throughput = [sync.megabytesPerSecond / cSync.megabytesPerSecond, async4.megabytesPerSecond / cAsync4.megabytesPerSecond]
         let cpu = [sync.cpu / cSync.cpu, async4.cpu / cAsync4.cpu]
@@ -194,6 +212,31 @@ struct SessionBenchmark {
         }
     }
 
+    /// Echoes `data` in writes of `writeSize` bytes, with the default options and a reader
+    /// running alongside.
+    static func echoWrites(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], writeSize: Int) async throws -> Sample {
+        let pieces = stride(from: 0, to: data.count, by: writeSize).map { Array(data[$0..<min($0 + writeSize, data.count)]) }
+        return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-writes") { session in
+            let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
+            async let received: Int = {
+                var offset = 0
+                while offset < data.count {
+                    guard let back = try await session.read() else { break }
+                    guard offset + back.count <= data.count, Self.same(back, data, at: offset) else {
+                        throw Failure(description: "data mismatch at byte \(offset)")
+                    }
+                    offset += back.count
+                }
+                return offset
+            }()
+            for piece in pieces { try await session.write(piece) }
+            let count = try await received
+            guard count == data.count else { throw Failure(description: "echoed \(count) of \(data.count) bytes") }
+            return Sample(
+                bytes: data.count, seconds: ProcessRunner.monotonicSeconds() - t0, cpu: cpuSeconds() - c0, transfers: pieces.count)
+        }
+    }
+
     // MARK: Processes
 
     /// Runs the C client and reads the echo loop's own figures from its output line.
@@ -249,6 +292,17 @@ struct SessionBenchmark {
         for _ in 0..<max(runs, 1) {
             a.append(try await ours())
             b.append(try theirs())
+        }
+        return (Self.median(a), Self.median(b))
+    }
+
+    /// Runs `first` then `second`, `runs` times, and returns the median (by time) of each.
+    func alternating(_ first: () async throws -> Sample, _ second: () async throws -> Sample) async throws -> (Sample, Sample) {
+        var a: [Sample] = []
+        var b: [Sample] = []
+        for _ in 0..<max(runs, 1) {
+            a.append(try await first())
+            b.append(try await second())
         }
         return (Self.median(a), Self.median(b))
     }

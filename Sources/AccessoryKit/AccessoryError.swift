@@ -30,12 +30,17 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
     public var operation: String?
     /// The raw libusb error or errno, where there was one.
     public var rawValue: Int32?
+    /// For a failed write or flush: how many of the bytes written since the output's
+    /// previous error (or since the session opened) the accessory accepted. The rest were
+    /// discarded, and nothing after them was sent: resend from there.
+    public var bytesTransferred: Int?
 
-    public init(_ code: Code, _ message: String, operation: String? = nil, rawValue: Int32? = nil) {
+    public init(_ code: Code, _ message: String, operation: String? = nil, rawValue: Int32? = nil, bytesTransferred: Int? = nil) {
         self.code = code
         self.message = message
         self.operation = operation
         self.rawValue = rawValue
+        self.bytesTransferred = bytesTransferred
     }
 
     public var description: String {

@@ -143,7 +143,9 @@ struct OpenCommand: AsyncParsableCommand {
                     input.consumed()
                 }
                 guard !Task.isCancelled else { return }
-                // Standard input ended: wait until the accessory has been quiet long enough.
+                // Standard input ended: wait until the accessory has taken everything, then
+                // until it has been quiet long enough.
+                try await session.flush()
                 quiet.touch()
                 while true {
                     let due = quiet.last + idle

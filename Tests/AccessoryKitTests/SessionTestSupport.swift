@@ -71,17 +71,6 @@ enum SessionFixtures {
 }
 
 extension AccessorySession {
-    /// Reads until `count` bytes have arrived (zero-length packets skipped).
-    func read(exactly count: Int) async throws(AccessoryError) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(count)
-        while bytes.count < count {
-            guard let chunk = try await read() else { break }
-            bytes += chunk
-        }
-        return bytes
-    }
-
     /// Writes `bytes` and reads them back.
     func echo(_ bytes: [UInt8]) async throws(AccessoryError) -> [UInt8] {
         try await write(bytes)

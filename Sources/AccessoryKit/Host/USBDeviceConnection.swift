@@ -13,6 +13,9 @@ package protocol USBDeviceConnection: AnyObject, Sendable {
     func clearHalt(endpoint: UInt8) throws(AccessoryError)
     /// Resets the device (a port reset): it may come back under a new address.
     func reset() throws(AccessoryError)
+    /// A transfer queue on one endpoint, with `transfers` transfers of up to `transferSize`
+    /// bytes each.
+    func makeEndpointQueue(endpoint: UInt8, maxPacketSize: Int, transfers: Int, transferSize: Int) throws(AccessoryError) -> any EndpointQueue
     /// The active configuration with its interfaces' string descriptors read from the
     /// device, or `nil` when they cannot be read.
     func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration?

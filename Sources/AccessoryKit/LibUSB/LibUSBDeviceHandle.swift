@@ -173,6 +173,10 @@ final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
     /// The active configuration with each interface's string read from the device: the
     /// protocol names of vendor-specific interfaces, when sysfs has no `interface` file.
     /// An interface whose string cannot be read keeps a `nil` name.
+    func makeEndpointQueue(endpoint: UInt8, maxPacketSize: Int, transfers: Int, transferSize: Int) throws(AccessoryError) -> any EndpointQueue {
+        try LibUSBTransferQueue(device: self, endpoint: endpoint, maxPacketSize: maxPacketSize, transfers: transfers, transferSize: transferSize)
+    }
+
     func configurationWithInterfaceNames(timeout: Duration = .milliseconds(500)) -> USBConfiguration? {
         guard var configuration = record.configuration else { return nil }
         guard configuration.interfaces.contains(where: { $0.nameIndex != 0 }),

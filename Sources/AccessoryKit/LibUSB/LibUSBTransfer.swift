@@ -1,43 +1,6 @@
 internal import CLibUSB
 import AccessoryCore
 
-/// How one transfer ended: libusb's `libusb_transfer_status`, as a Swift value.
-enum TransferStatus: Hashable, Sendable {
-    case completed
-    /// Cancelled with `libusb_cancel_transfer`; any bytes moved before still count.
-    case cancelled
-    case timedOut
-    case stall
-    case noDevice
-    case overflow
-    case error
-
-    /// The error this status means for `operation` (such as `bulk IN 0x81`), or `nil` for
-    /// `.completed`. A vanished device is reported as a ghost found by the operation; the
-    /// session turns that into its own disconnect message.
-    func error(operation: String, device: DeviceNode, timeout: Duration?) -> AccessoryError? {
-        switch self {
-        case .completed:
-            return nil
-        case .cancelled:
-            return AccessoryError(.cancelled, "\(operation) was cancelled", operation: operation)
-        case .timedOut:
-            let limit = timeout.map { " within \($0)" } ?? ""
-            return AccessoryError(.timeout, "\(operation) on \(device): the device accepted nothing\(limit)", operation: operation)
-        case .stall:
-            return AccessoryError(.stall, "\(operation) on \(device) stalled; call clearStall() to go on", operation: operation)
-        case .noDevice:
-            return AccessoryError(
-                .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
-                "the device is gone (\(device)): \(operation) returned NO_DEVICE", operation: operation)
-        case .overflow:
-            return AccessoryError(.overflow, "\(operation) on \(device): the device sent more data than asked for", operation: operation)
-        case .error:
-            return AccessoryError(.io, "\(operation) on \(device) failed (LIBUSB_TRANSFER_ERROR)", operation: operation)
-        }
-    }
-}
-
 /// Receives transfer completions.
 ///
 /// Runs on the libusb event thread, inside libusb's event handling: it must not block, must
@@ -51,16 +14,15 @@ protocol TransferCompletionHandler: AnyObject, Sendable {
 ///
 /// This object is the single owner of the `libusb_transfer` and of the buffer: both are
 /// freed exactly once, in `deinit`. libusb's `user_data` points at this object without a
-/// retain, so the owner (a ``BulkPipe``) must keep it alive while it is in flight; the pipe
-/// holds every transfer it made until it has seen every submitted one complete. The transfer
+/// retain, so the owner (a ``LibUSBTransferQueue``) must keep it alive while it is in flight;
+/// the queue holds every transfer it made until it has seen every submitted one complete. The transfer
 /// holds its device handle, so the handle pointer libusb keeps in it stays valid.
 ///
 /// `@unchecked Sendable` is safe: the libusb structure is written (``submit(length:timeout:)``)
 /// only while the transfer is not in flight, and read by libusb and by the completion
 /// callback only while it is; the handler's lock orders the two (a submit happens under it,
-/// and the callback takes it before the transfer can be submitted again). ``sequence``,
-/// ``requestedLength`` and ``pending`` are touched only under the handler's lock. Every
-/// other stored property is immutable.
+/// and the callback takes it before the transfer can be submitted again). ``pending`` is
+/// touched only under the handler's lock. Every other stored property is immutable.
 final class LibUSBTransfer: @unchecked Sendable {
     private let raw: UnsafeMutablePointer<libusb_transfer>
     /// The data buffer, owned by this object. Fill it before an OUT submit; read it after an
@@ -73,12 +35,8 @@ final class LibUSBTransfer: @unchecked Sendable {
     /// The endpoint's name for errors, such as `bulk IN 0x81`.
     let operation: String
 
-    /// The submission number on this endpoint (guarded by the handler's lock).
-    var sequence: UInt64 = 0
-    /// The length of the current submission (guarded by the handler's lock).
-    var requestedLength = 0
     /// A completion that arrived before an older transfer's (guarded by the handler's lock).
-    var pending: (status: TransferStatus, length: Int, bytes: [UInt8])?
+    var pending: TransferCompletion?
 
     /// Allocates a transfer and a buffer of `capacity` bytes for a bulk endpoint.
     init(device: LibUSBDeviceHandle, endpoint: UInt8, capacity: Int, handler: any TransferCompletionHandler) throws(AccessoryError) {
@@ -109,7 +67,7 @@ final class LibUSBTransfer: @unchecked Sendable {
     ///
     /// - Parameter timeout: libusb's per-transfer timeout; `nil` waits forever.
     /// - Returns: `nil` when submitted, else the error (the transfer is then not in flight).
-    func submit(length: Int, timeout: Duration?) -> AccessoryError? {
+    func submit(length: Int, timeout: Duration? = nil) -> AccessoryError? {
         precondition(length >= 0 && length <= buffer.count, "transfer length \(length) outside the buffer")
         raw.pointee.length = Int32(length)
         raw.pointee.timeout = timeout.map(LibUSBDeviceHandle.milliseconds) ?? 0

@@ -109,21 +109,12 @@ extension AccessoryManager {
 
         sessionCounter += 1
         let sessionName = name ?? "session-\(sessionCounter)"
-        let pipe: BulkPipe
+        let pipe: DataPlane
         do throws(AccessoryError) {
             if interface.alternate != 0 { try handle.setAlternateSetting(interface.alternate, interface: number) }
             let id = accessory.connectionID
-            guard let libusbHandle = handle as? LibUSBDeviceHandle else {
-                throw AccessoryError(.io, "sessions need a libusb device", operation: operation)
-            }
-            pipe = try BulkPipe(
-                device: libusbHandle,
-                configuration: .init(
-                    inEndpoint: inEndpoint.address, outEndpoint: outEndpoint.address,
-                    maxPacketSize: max(outEndpoint.packetSize, 1), inTransfers: max(options.readsInFlight, 1),
-                    outTransfers: max(options.writesInFlight, 1), transferSize: max(options.transferSize, 1),
-                    bufferCapacity: max(options.bufferCapacity, 1), sendsZeroLengthPacket: options.sendsZeroLengthPacket,
-                    writeTimeout: options.writeTimeout, sessionDescription: "session '\(sessionName)'"),
+            pipe = try Self.makeDataPlane(
+                handle, in: inEndpoint, out: outEndpoint, options: options, description: "session '\(sessionName)'",
                 onNoDevice: { [weak self] operation, pipe in
                     Task {
                         // The manager ends the pipe (``endSessions(of:reason:)``) with the
@@ -173,6 +164,24 @@ extension AccessoryManager {
     /// The sessions open now, in name order.
     public var openSessions: [AccessorySession] {
         sessions.values.sorted { $0.name < $1.name }
+    }
+
+    /// A session's data plane over the device's transfer queues for its two endpoints.
+    private static func makeDataPlane(
+        _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint,
+        options: AccessorySession.Options, description: String, onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
+    ) throws(AccessoryError) -> DataPlane {
+        let configuration = DataPlane.Configuration(
+            options: options, inPacketSize: inEndpoint.packetSize, outPacketSize: outEndpoint.packetSize,
+            sessionDescription: description)
+        let (input, output) = (configuration.input, configuration.output)
+        let inQueue = try device.makeEndpointQueue(
+            endpoint: inEndpoint.address, maxPacketSize: inEndpoint.packetSize,
+            transfers: input.transfersInFlight, transferSize: input.transferLength)
+        let outQueue = try device.makeEndpointQueue(
+            endpoint: outEndpoint.address, maxPacketSize: outEndpoint.packetSize,
+            transfers: output.transfersInFlight, transferSize: output.transferSize)
+        return DataPlane(input: inQueue, output: outQueue, configuration: configuration, onNoDevice: onNoDevice)
     }
 
     // MARK: Hooks for the manager

@@ -2,6 +2,12 @@ import AccessoryCore
 import Logging
 import Synchronization
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// A conversation with an accessory in one protocol: `EASession` for Linux, over a claimed
 /// vendor-specific interface with one bulk IN and one bulk OUT endpoint.
 ///
@@ -18,8 +24,8 @@ import Synchronization
 ///
 /// - ``input`` delivers what the accessory sends, fed by several bulk IN transfers in
 ///   flight, with a bounded buffer for back-pressure.
-/// - ``write(_:)`` sends bytes in transfers kept in flight, and returns once the accessory
-///   has accepted all of them.
+/// - ``write(_:)`` queues bytes, which go out in transfers kept in flight, and returns once
+///   they are queued; ``flush()`` waits until the accessory has accepted them.
 /// - Every failure is an ``AccessoryError``. When the accessory goes away (a transfer finds
 ///   it gone, or the manager disconnects its connection ID for any reason), both directions
 ///   end at once with `.accessoryDisconnected(reason)`, where `reason` is the one the
@@ -44,7 +50,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
 
     let manager: AccessoryManager
     let key: SessionKey
-    let pipe: BulkPipe
+    let pipe: DataPlane
     private let logger: Logger
     private let lifecycle: Mutex<Lifecycle>
 
@@ -66,7 +72,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     init(
         name: String, accessory: Accessory, protocolName: String, options: Options, interface: UInt8,
         inEndpoint: UInt8, outEndpoint: UInt8, maxPacketSize: Int, manager: AccessoryManager,
-        device: any USBDeviceConnection, detachedDriver: Bool, pipe: BulkPipe, logger: Logger
+        device: any USBDeviceConnection, detachedDriver: Bool, pipe: DataPlane, logger: Logger
     ) {
         self.name = name
         self.accessory = accessory
@@ -89,39 +95,97 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     public var input: Input { Input(session: self) }
 
     /// The next chunk of input, as ``input`` delivers it; `nil` once the session is closed.
-    /// An empty chunk is a zero-length packet.
+    /// An empty chunk is a zero-length packet. Waits at most ``Options/readTimeout``.
     ///
-    /// - Throws: ``AccessoryError``: `.accessoryDisconnected(reason)`; `.timeout` after
-    ///   ``Options/readTimeout``; `.cancelled` when the task is cancelled; `.stall`; `.busy`
-    ///   when another task is reading. Only a disconnection is final.
+    /// - Throws: ``AccessoryError``: `.accessoryDisconnected(reason)`; `.timeout`;
+    ///   `.cancelled` when the task is cancelled; `.stall`; `.busy` when another task is
+    ///   reading. Only a disconnection is final; a timeout or cancellation loses nothing.
     public func read() async throws(AccessoryError) -> [UInt8]? {
         try await pipe.read(timeout: options.readTimeout).get()
     }
 
-    /// Sends `bytes` and returns once the accessory has accepted all of them.
+    /// The next chunk of input, waiting at most `timeout` (`nil`: forever) instead of
+    /// ``Options/readTimeout``. See ``read()``.
+    public func read(timeout: Duration?) async throws(AccessoryError) -> [UInt8]? {
+        try await pipe.read(timeout: timeout).get()
+    }
+
+    /// Exactly `count` bytes of input, across chunks (zero-length packets are skipped); the
+    /// rest of the last chunk stays buffered. Waits at most ``Options/readTimeout``.
     ///
-    /// The bytes go out in transfers of ``Options/transferSize``, with
-    /// ``Options/writesInFlight`` in flight. An empty write sends one zero-length packet.
-    /// With ``Options/sendsZeroLengthPacket``, a write whose length is a nonzero multiple of
-    /// ``maxPacketSize`` ends with a zero-length packet. Writes from several tasks take
-    /// turns and never interleave.
+    /// - Throws: as ``read()``, and `.sessionClosed` when the session closes first. A
+    ///   timeout or cancellation consumes nothing: the bytes gathered so far stay buffered.
+    public func read(exactly count: Int) async throws(AccessoryError) -> [UInt8] {
+        try await read(exactly: count, timeout: options.readTimeout)
+    }
+
+    /// Exactly `count` bytes of input, waiting at most `timeout` (`nil`: forever). See
+    /// ``read(exactly:)``.
+    public func read(exactly count: Int, timeout: Duration?) async throws(AccessoryError) -> [UInt8] {
+        guard let bytes = try await pipe.read(exactly: count, timeout: timeout).get() else {
+            throw AccessoryError(.sessionClosed, "\(self) is closed", operation: "read")
+        }
+        return bytes
+    }
+
+    /// Queues `bytes` for the accessory and returns once they are queued; waits while
+    /// ``Options/writeBufferCapacity`` bytes are queued already (back-pressure), at most
+    /// ``Options/writeTimeout``.
     ///
-    /// - Throws: ``AccessoryError``: `.accessoryDisconnected(reason)`; `.timeout` when a
-    ///   transfer was not accepted within ``Options/writeTimeout``; `.stall`; `.cancelled`
-    ///   when the task is cancelled (its transfers are cancelled and have completed when
-    ///   this throws); `.sessionClosed`. After a failure, part of the bytes may have been
-    ///   sent.
+    /// The bytes go out in transfers of ``Options/transferSize`` (whole packets), with
+    /// ``Options/writesInFlight`` in flight, in the order written. An empty write sends one
+    /// zero-length packet. With ``Options/sendsZeroLengthPacket``, a write whose length is a
+    /// nonzero multiple of ``maxPacketSize`` ends with a zero-length packet. Call ``flush()``
+    /// to wait until the accessory has accepted everything.
+    ///
+    /// - Throws: ``AccessoryError``: a failure of earlier output not yet reported (then
+    ///   these bytes are not queued); `.timeout`; `.cancelled` when the task is cancelled
+    ///   while waiting; `.stall`; `.accessoryDisconnected(reason)`; `.sessionClosed`. A
+    ///   failed output drops what it had not sent, so nothing after a gap is ever sent, and
+    ///   ``AccessoryError/bytesTransferred`` says how much got through.
     public func write(_ bytes: [UInt8]) async throws(AccessoryError) {
-        try await pipe.write(bytes).get()
+        try await pipe.write(bytes[...], timeout: options.writeTimeout).get()
     }
 
-    /// Sends `bytes`; see ``write(_:)-([UInt8])``.
+    /// Queues `bytes`, waiting at most `timeout` (`nil`: forever) for room instead of
+    /// ``Options/writeTimeout``. See ``write(_:)-([UInt8])``.
+    public func write(_ bytes: [UInt8], timeout: Duration?) async throws(AccessoryError) {
+        try await pipe.write(bytes[...], timeout: timeout).get()
+    }
+
+    /// Queues `bytes`; see ``write(_:)-([UInt8])``.
     public func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) async throws(AccessoryError) {
-        try await pipe.write(Array(bytes)).get()
+        try await pipe.write(Array(bytes)[...], timeout: options.writeTimeout).get()
     }
 
-    /// Clears a halt (stall) on both endpoints, after letting a write in progress finish
-    /// and stopping the input (nothing is lost), then starts the input again.
+    /// Queues the bytes of `data`; see ``write(_:)-([UInt8])``.
+    public func write(_ data: Data) async throws(AccessoryError) {
+        try await pipe.write([UInt8](data)[...], timeout: options.writeTimeout).get()
+    }
+
+    /// Queues `string` as UTF-8; see ``write(_:)-([UInt8])``.
+    public func write(_ string: String) async throws(AccessoryError) {
+        try await pipe.write(Array(string.utf8)[...], timeout: options.writeTimeout).get()
+    }
+
+    /// Waits until the accessory has accepted everything written, at most
+    /// ``Options/writeTimeout``.
+    ///
+    /// - Throws: what stopped the output (with ``AccessoryError/bytesTransferred``);
+    ///   `.timeout` and `.cancelled` stop the output the same way.
+    public func flush() async throws(AccessoryError) {
+        try await pipe.flush(timeout: options.writeTimeout).get()
+    }
+
+    /// Waits until everything written has been sent, at most `timeout` (`nil`: forever).
+    /// See ``flush()``.
+    public func flush(timeout: Duration?) async throws(AccessoryError) {
+        try await pipe.flush(timeout: timeout).get()
+    }
+
+    /// Clears a halt (stall) on both endpoints, after pausing the output and stopping the
+    /// input (nothing is lost), then starts both again. A stall error the output kept for
+    /// the next write is dropped.
     public func clearStall() async throws(AccessoryError) {
         try await pipe.beginClearingStall().get()
         defer { pipe.endClearingStall() }
@@ -148,9 +212,10 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
         lifecycle.withLock { if case .closed = $0.phase { true } else { false } }
     }
 
-    /// Closes the session: cancels the transfers in flight and waits for them, releases the
-    /// interface and attaches again a kernel driver the session detached. A waiting read
-    /// returns `nil`; a write in progress throws `.sessionClosed`.
+    /// Closes the session: drops queued output (``flush()`` first to send it), cancels the
+    /// transfers in flight and waits for them, releases the interface and attaches again a
+    /// kernel driver the session detached. A waiting read returns `nil`; a waiting write or
+    /// flush throws `.sessionClosed`.
     ///
     /// Idempotent, and not cancellable: it always runs to the end. A second call waits for
     /// the first to finish.
@@ -236,7 +301,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     }
 
     /// Counters of the data plane, for tests.
-    var statistics: BulkPipe.Statistics { pipe.statistics }
+    var statistics: DataPlane.Statistics { pipe.statistics }
 }
 
 /// What the manager tracks sessions by: one session per connection and protocol.

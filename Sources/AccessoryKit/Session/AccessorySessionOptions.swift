@@ -3,14 +3,22 @@ extension AccessorySession {
     public struct Options: Sendable, Hashable {
         /// Bulk IN transfers kept in flight.
         public var readsInFlight: Int
-        /// Bulk OUT transfers a write keeps in flight.
+        /// Bulk OUT transfers kept in flight.
         public var writesInFlight: Int
-        /// Bytes per transfer. IN transfers are rounded up to whole packets.
+        /// Bytes per transfer. IN transfers are rounded up to whole packets of the IN
+        /// endpoint, OUT transfers down to whole packets of the OUT endpoint.
         public var transferSize: Int
         /// Unread input bytes after which no new IN transfer is submitted (back-pressure).
         /// Up to `readsInFlight × transferSize` more may still arrive from transfers already
         /// in flight.
         public var bufferCapacity: Int
+        /// Unread input chunks at most, counting the IN transfers in flight, so that
+        /// zero-length or tiny packets cannot pile up while nobody reads.
+        public var bufferedItemLimit: Int
+        /// Bytes a write may leave queued before it waits (back-pressure); `write` returns
+        /// once its bytes are queued, and ``AccessorySession/flush()`` waits until they are
+        /// sent. At least one transfer.
+        public var writeBufferCapacity: Int
         /// Whether a write whose length is a nonzero multiple of the OUT endpoint's packet
         /// size ends with a zero-length packet, as protocols that delimit messages by short
         /// packets need. (A write of zero bytes always sends a zero-length packet.)
@@ -18,9 +26,9 @@ extension AccessorySession {
         /// How long one read waits for data; `nil` waits forever. A timeout throws `.timeout`
         /// and loses nothing: the session stays usable.
         public var readTimeout: Duration?
-        /// How long the device may take to accept each transfer of a write (up to
-        /// `transferSize` bytes); `nil` waits forever. A write of many transfers can take
-        /// longer in total.
+        /// How long one write may wait for room in the output queue, and one flush for the
+        /// queue to be sent; `nil` waits forever. A timeout throws `.timeout` with
+        /// ``AccessoryError/bytesTransferred`` and drops what was not sent.
         public var writeTimeout: Duration?
         /// Whether to detach a kernel driver bound to the interface. It is attached again
         /// when the session closes. Without this, a bound driver makes the open fail with
@@ -30,12 +38,15 @@ extension AccessorySession {
         public init(
             readsInFlight: Int = 4, writesInFlight: Int = 4, transferSize: Int = 64 * 1024,
             bufferCapacity: Int = 1 << 20, sendsZeroLengthPacket: Bool = false,
-            readTimeout: Duration? = nil, writeTimeout: Duration? = nil, detachKernelDriver: Bool = false
+            readTimeout: Duration? = nil, writeTimeout: Duration? = nil, detachKernelDriver: Bool = false,
+            bufferedItemLimit: Int = 1024, writeBufferCapacity: Int = 1 << 20
         ) {
             self.readsInFlight = readsInFlight
             self.writesInFlight = writesInFlight
             self.transferSize = transferSize
             self.bufferCapacity = bufferCapacity
+            self.bufferedItemLimit = bufferedItemLimit
+            self.writeBufferCapacity = writeBufferCapacity
             self.sendsZeroLengthPacket = sendsZeroLengthPacket
             self.readTimeout = readTimeout
             self.writeTimeout = writeTimeout

@@ -1,0 +1,96 @@
+import AccessoryCore
+
+/// One endpoint's queue of transfers, in the manner of nusb's `Queue`: transfers are
+/// submitted, and their completions are reported one at a time, in submission order.
+///
+/// A session's data plane drives one queue per direction. The libusb backend implements it
+/// with ``LibUSBTransferQueue``; a simulated device can implement it in memory.
+///
+/// Rules for an implementation:
+/// - Completions go to the handler given to ``setCompletionHandler(_:)``, exactly one per
+///   submitted transfer, in submission order, one at a time (on the queue's event thread),
+///   and never from inside ``submit(_:)``, ``submit(length:)`` or ``cancelAll()``.
+/// - The handler must not block and must not call user code; it may submit and cancel.
+/// - At most ``capacity`` transfers are pending at once; the caller keeps to that.
+package protocol EndpointQueue: AnyObject, Sendable {
+    /// The endpoint address, such as `0x81`; bit 7 is set for IN.
+    var endpoint: UInt8 { get }
+    /// The endpoint's packet size (`wMaxPacketSize`).
+    var maxPacketSize: Int { get }
+    /// How many transfers can be pending at once.
+    var capacity: Int { get }
+    /// Transfers submitted whose completion has not been reported yet.
+    var pending: Int { get }
+    /// The endpoint, for errors: `bulk IN 0x81`.
+    var operation: String { get }
+    /// The device, for errors: `bus 1 address 5`.
+    var device: String { get }
+
+    /// Sets who is told of completions. Call it once, before the first submit.
+    func setCompletionHandler(_ handler: @escaping @Sendable (TransferCompletion) -> Void)
+    /// OUT: submits one transfer that sends `bytes` (empty: a zero-length packet).
+    /// - Returns: `nil` when submitted; otherwise the error, and nothing is pending for it.
+    func submit(_ bytes: ArraySlice<UInt8>) -> AccessoryError?
+    /// IN: submits one transfer that receives up to `length` bytes.
+    /// - Returns: `nil` when submitted; otherwise the error, and nothing is pending for it.
+    func submit(length: Int) -> AccessoryError?
+    /// Cancels every pending transfer, newest first, so that none of them starts after an
+    /// older one was cancelled. Each is still reported, as `.cancelled` or however it ended.
+    func cancelAll()
+    /// Frees the queue's resources. Call it once nothing is pending; the queue is unusable
+    /// afterwards.
+    func close()
+}
+
+/// How one transfer ended.
+package struct TransferCompletion: Sendable, Hashable {
+    package var status: TransferStatus
+    /// IN: the bytes received. OUT: empty.
+    package var data: [UInt8]
+    /// The bytes moved: sent (OUT) or received (IN), also when the transfer failed.
+    package var length: Int
+
+    package init(status: TransferStatus, data: [UInt8] = [], length: Int? = nil) {
+        self.status = status
+        self.data = data
+        self.length = length ?? data.count
+    }
+}
+
+/// How one transfer ended (libusb's `libusb_transfer_status`, without libusb).
+package enum TransferStatus: Hashable, Sendable {
+    case completed
+    /// Cancelled; any bytes moved before still count.
+    case cancelled
+    case timedOut
+    case stall
+    case noDevice
+    case overflow
+    case error
+
+    /// The error this status means for `operation` (such as `bulk IN 0x81`) on `device`, or
+    /// `nil` for `.completed`. A vanished device is reported as a ghost found by the
+    /// operation; the session turns that into its own disconnect message. The message does
+    /// not repeat the operation: ``AccessoryError/description`` adds it.
+    package func error(operation: String, device: String, timeout: Duration? = nil) -> AccessoryError? {
+        switch self {
+        case .completed:
+            return nil
+        case .cancelled:
+            return AccessoryError(.cancelled, "the transfer was cancelled", operation: operation)
+        case .timedOut:
+            let limit = timeout.map { " within \($0)" } ?? ""
+            return AccessoryError(.timeout, "\(device) accepted nothing\(limit)", operation: operation)
+        case .stall:
+            return AccessoryError(.stall, "the endpoint on \(device) stalled; call clearStall() to go on", operation: operation)
+        case .noDevice:
+            return AccessoryError(
+                .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
+                "the device is gone (\(device)): NO_DEVICE", operation: operation)
+        case .overflow:
+            return AccessoryError(.overflow, "\(device) sent more data than asked for", operation: operation)
+        case .error:
+            return AccessoryError(.io, "the transfer on \(device) failed (LIBUSB_TRANSFER_ERROR)", operation: operation)
+        }
+    }
+}

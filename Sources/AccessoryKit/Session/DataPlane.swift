@@ -1,0 +1,434 @@
+import AccessoryCore
+import DequeModule
+import Synchronization
+
+/// A session's data plane: an ``InputStateMachine`` over an IN ``EndpointQueue`` and an
+/// ``OutputStateMachine`` over an OUT one, with the continuations of the calls waiting on
+/// them. See the two machines for the behaviour.
+///
+/// Locking: one `Mutex` guards both machines and the waiting continuations. An event takes
+/// it, asks a machine, and records the machine's actions; after releasing it, the caller
+/// resumes continuations and performs queue operations. Queue operations (submits,
+/// cancels) run in the order the machines decided them, one thread at a time: the first
+/// thread to find work pending performs it, and any pending when it is done, before it
+/// lets go. Completions arrive on the queues' event thread.
+///
+/// **Failure.** A vanished device (NO_DEVICE) stops submitting, and the data plane tells
+/// its owner (once), who ends it with ``fail(_:)`` and the reason the manager gives (a
+/// hotplug event may be saying `unplugged` at that very moment). Failing ends both
+/// directions at once.
+final class DataPlane: Sendable {
+    struct Configuration: Sendable {
+        var input: InputStateMachine.Configuration
+        var output: OutputStateMachine.Configuration
+        /// For error messages, such as `session 'x'`.
+        var sessionDescription: String
+
+        init(input: InputStateMachine.Configuration, output: OutputStateMachine.Configuration, sessionDescription: String) {
+            self.input = input
+            self.output = output
+            self.sessionDescription = sessionDescription
+        }
+
+        /// A session's: IN transfers in the IN endpoint's packets, OUT transfers in the OUT
+        /// endpoint's.
+        init(options: AccessorySession.Options, inPacketSize: Int, outPacketSize: Int, sessionDescription: String) {
+            self.input = InputStateMachine.Configuration(
+                maxPacketSize: inPacketSize, transferSize: options.transferSize, transfersInFlight: options.readsInFlight,
+                bufferCapacity: options.bufferCapacity, bufferedItemLimit: options.bufferedItemLimit)
+            self.output = OutputStateMachine.Configuration(
+                maxPacketSize: outPacketSize, transferSize: options.transferSize, transfersInFlight: options.writesInFlight,
+                bufferCapacity: options.writeBufferCapacity, sendsZeroLengthPacket: options.sendsZeroLengthPacket)
+            self.sessionDescription = sessionDescription
+        }
+    }
+
+    /// Counters for tests and diagnostics.
+    struct Statistics: Sendable, Hashable {
+        var inSubmitted: UInt64 = 0
+        var outSubmitted: UInt64 = 0
+        var inCompleted: UInt64 = 0
+        var outCompleted: UInt64 = 0
+        /// Chunks (and errors) waiting to be read.
+        var bufferedItems = 0
+    }
+
+    typealias ReadResult = Result<[UInt8]?, AccessoryError>
+    typealias WriteResult = Result<Void, AccessoryError>
+    private typealias ReadContinuation = CheckedContinuation<ReadResult, Never>
+    private typealias WriteContinuation = CheckedContinuation<WriteResult, Never>
+
+    let inQueue: any EndpointQueue
+    let outQueue: any EndpointQueue
+    let configuration: Configuration
+    /// Told once (outside the lock) which operation found the device gone; it must end the
+    /// data plane with ``fail(_:)``.
+    private let onNoDevice: @Sendable (String, DataPlane) -> Void
+    private let state: Mutex<State>
+
+    /// A queue operation a machine decided.
+    private enum Work {
+        case submitIn(count: Int)
+        case submitOut(ArraySlice<UInt8>)
+        case cancelIn
+        case cancelOut
+    }
+
+    /// Everything the lock guards.
+    private struct State {
+        var input: InputStateMachine
+        var output: OutputStateMachine
+        var nextID: UInt64 = 0
+        var readers: [UInt64: ReadContinuation] = [:]
+        /// Results that came before their call had suspended.
+        var readResults: [UInt64: ReadResult] = [:]
+        var writers: [UInt64: WriteContinuation] = [:]
+        var writeResults: [UInt64: WriteResult] = [:]
+        /// Queue operations decided and not yet performed, in order.
+        var work: Deque<Work> = []
+        /// Whether a thread is performing ``work``.
+        var performing = false
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+        var failure: AccessoryError?
+        var closed = false
+        var reportedGone = false
+
+        mutating func newID() -> UInt64 {
+            nextID &+= 1
+            return nextID
+        }
+    }
+
+    /// What to do once the lock is released.
+    private struct Effects {
+        var reads: [(ReadContinuation, ReadResult)] = []
+        var writes: [(WriteContinuation, WriteResult)] = []
+        var drains: [CheckedContinuation<Void, Never>] = []
+        var perform = false
+        var gone: String?
+    }
+
+    init(
+        input: any EndpointQueue, output: any EndpointQueue, configuration: Configuration,
+        onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
+    ) {
+        precondition(input.capacity >= configuration.input.transfersInFlight && output.capacity >= configuration.output.transfersInFlight)
+        self.inQueue = input
+        self.outQueue = output
+        self.configuration = configuration
+        self.onNoDevice = onNoDevice
+        self.state = Mutex(State(
+            input: InputStateMachine(configuration: configuration.input),
+            output: OutputStateMachine(configuration: configuration.output)))
+        input.setCompletionHandler { [weak self] completion in self?.inputCompleted(completion) }
+        output.setCompletionHandler { [weak self] completion in self?.outputCompleted(completion) }
+    }
+
+    var statistics: Statistics {
+        state.withLock { s in
+            Statistics(
+                inSubmitted: s.input.submitted, outSubmitted: s.output.submitted, inCompleted: s.input.completed,
+                outCompleted: s.output.completed, bufferedItems: s.input.bufferedItems)
+        }
+    }
+
+    /// The failure the data plane ended with, if any.
+    var failure: AccessoryError? { state.withLock { $0.failure } }
+
+    // MARK: Input
+
+    /// Starts the IN transfers, so data is buffered before anyone reads.
+    func startInput() {
+        event { s, fx in absorb(s.input.start(), &s, &fx) }
+    }
+
+    /// The next chunk (or with `exactly`, that many bytes): `nil` once closed.
+    ///
+    /// - Parameter timeout: how long to wait; `nil` waits forever.
+    /// - Returns: `.cancelled` when the task is cancelled, `.timeout` when nothing arrived
+    ///   in time (either way after the IN transfers have been stopped; their data stays
+    ///   buffered), `.busy` when another task is already reading.
+    func read(exactly: Int? = nil, timeout: Duration?) async -> ReadResult {
+        let (id, immediate) = event { s, fx -> (UInt64, ReadResult?) in
+            let id = s.newID()
+            absorb(s.input.read(id, exactly: exactly), &s, &fx)
+            return (id, s.readResults.removeValue(forKey: id))
+        }
+        if let immediate { return decorated(immediate) }
+        let timer = timeout.map { limit in
+            Task { [weak self] in
+                try? await Task.sleep(for: limit)
+                guard !Task.isCancelled, let self else { return }
+                self.abortRead(id, AccessoryError(
+                    .timeout, "no data from \(self.configuration.sessionDescription) within \(limit)", operation: self.inQueue.operation))
+            }
+        }
+        defer { timer?.cancel() }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: ReadContinuation) in
+                let ready: ReadResult? = state.withLock { s in
+                    if let r = s.readResults.removeValue(forKey: id) { return r }
+                    s.readers[id] = c
+                    return nil
+                }
+                if let ready { c.resume(returning: ready) }
+            }
+        } onCancel: {
+            abortRead(id, cancelledError("read"))
+        }
+        return decorated(result)
+    }
+
+    private func abortRead(_ id: UInt64, _ error: AccessoryError) {
+        event { s, fx in absorb(s.input.abort(id, error), &s, &fx) }
+    }
+
+    private func decorated(_ result: ReadResult) -> ReadResult {
+        guard case .failure(var error) = result, error.code == .busy else { return result }
+        error.message = "another task is already reading from \(configuration.sessionDescription)"
+        return .failure(error)
+    }
+
+    private func inputCompleted(_ c: TransferCompletion) {
+        event { s, fx in
+            absorb(s.input.completed(c.status, data: c.data, operation: inQueue.operation, device: inQueue.device), &s, &fx)
+        }
+    }
+
+    // MARK: Output
+
+    /// Queues `bytes` and returns once all of them are queued (see ``OutputStateMachine``).
+    ///
+    /// - Parameter timeout: how long to wait for room; `nil` waits forever.
+    /// - Returns: an earlier failure not yet reported, `.timeout` or `.cancelled` when the
+    ///   call had to wait and ran out of time or was cancelled (the output is then stopped,
+    ///   with `bytesTransferred`).
+    func write(_ bytes: ArraySlice<UInt8>, timeout: Duration?) async -> WriteResult {
+        await wait(timeout: timeout, operation: "write") { id, s in s.output.write(id, bytes) }
+    }
+
+    /// Waits until everything queued has been sent, or throws what stopped it.
+    func flush(timeout: Duration?) async -> WriteResult {
+        await wait(timeout: timeout, operation: "flush") { id, s in s.output.flush(id) }
+    }
+
+    private func wait(
+        timeout: Duration?, operation: String, _ body: (UInt64, inout State) -> OutputStateMachine.Actions
+    ) async -> WriteResult {
+        let (id, immediate) = event { s, fx -> (UInt64, WriteResult?) in
+            let id = s.newID()
+            absorb(body(id, &s), &s, &fx)
+            return (id, s.writeResults.removeValue(forKey: id))
+        }
+        if let immediate { return immediate }
+        let timer = timeout.map { limit in
+            Task { [weak self] in
+                try? await Task.sleep(for: limit)
+                guard !Task.isCancelled, let self else { return }
+                self.abortWrite(id, AccessoryError(
+                    .timeout, "\(self.configuration.sessionDescription): the accessory did not take the data within \(limit)",
+                    operation: self.outQueue.operation))
+            }
+        }
+        defer { timer?.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: WriteContinuation) in
+                let ready: WriteResult? = state.withLock { s in
+                    if let r = s.writeResults.removeValue(forKey: id) { return r }
+                    s.writers[id] = c
+                    return nil
+                }
+                if let ready { c.resume(returning: ready) }
+            }
+        } onCancel: {
+            abortWrite(id, cancelledError(operation))
+        }
+    }
+
+    private func abortWrite(_ id: UInt64, _ error: AccessoryError) {
+        event { s, fx in absorb(s.output.abort(id, error), &s, &fx) }
+    }
+
+    private func outputCompleted(_ c: TransferCompletion) {
+        event { s, fx in
+            absorb(s.output.completed(c.status, length: c.length, operation: outQueue.operation, device: outQueue.device), &s, &fx)
+        }
+    }
+
+    // MARK: Stall recovery
+
+    /// Stops the input, pauses the output and waits until no transfer is in flight, so the
+    /// endpoints can be cleared. Call ``endClearingStall()`` afterwards in every case.
+    func beginClearingStall() async -> Result<Void, AccessoryError> {
+        let failure: AccessoryError? = event { s, fx in
+            if let error = s.closed ? closedError("clear stall") : s.failure { return error }
+            s.output.pause()
+            absorb(s.input.beginClearingStall(), &s, &fx)
+            return nil
+        }
+        if let failure { return .failure(failure) }
+        await waitUntilDrained()
+        return .success(())
+    }
+
+    /// Drops the stall errors, starts the input and the output again.
+    func endClearingStall() {
+        event { s, fx in
+            absorb(s.input.endClearingStall(), &s, &fx)
+            absorb(s.output.resume(), &s, &fx)
+        }
+    }
+
+    // MARK: Ending
+
+    /// Ends both directions with `error` (a disconnection): the waiting read and writes get
+    /// it at once, transfers in flight are cancelled, and every later call gets it (the
+    /// input first delivers what it had buffered). The first failure wins; nothing happens
+    /// after ``close()``.
+    func fail(_ error: AccessoryError) {
+        event { s, fx in
+            guard s.failure == nil, !s.closed else { return }
+            s.failure = error
+            absorb(s.input.fail(error), &s, &fx)
+            absorb(s.output.finish(error), &s, &fx)
+        }
+    }
+
+    /// Closes: a waiting read returns `nil`, waiting writes and flushes throw
+    /// `.sessionClosed`, queued output is dropped, every transfer in flight is cancelled,
+    /// and this returns once all of them have completed. Idempotent.
+    func close() async {
+        event { s, fx in
+            guard !s.closed else { return }
+            s.closed = true
+            absorb(s.input.close(), &s, &fx)
+            absorb(s.output.finish(closedError("write")), &s, &fx)
+        }
+        await waitUntilDrained()
+    }
+
+    /// Frees both queues. Call it once closed and drained.
+    func releaseTransfers() {
+        inQueue.close()
+        outQueue.close()
+    }
+
+    /// Waits until no transfer is in flight in either direction.
+    func waitUntilDrained() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s in
+                if s.input.inFlight == 0 && s.output.inFlight == 0 && !s.performing { return true }
+                s.drainWaiters.append(c)
+                return false
+            }
+            if ready { c.resume() }
+        }
+    }
+
+    // MARK: Events and effects
+
+    /// Runs `body` under the lock, then does what it recorded.
+    @discardableResult
+    private func event<R>(_ body: (inout State, inout Effects) -> R) -> R {
+        var fx = Effects()
+        let result = state.withLock { s in
+            let r = body(&s, &fx)
+            finalize(&s, &fx)
+            return r
+        }
+        run(fx)
+        return result
+    }
+
+    private func absorb(_ a: InputStateMachine.Actions, _ s: inout State, _ fx: inout Effects) {
+        if a.submits > 0 { s.work.append(.submitIn(count: a.submits)) }
+        if a.cancelAll { s.work.append(.cancelIn) }
+        if let (id, result) = a.resumption {
+            if let c = s.readers.removeValue(forKey: id) { fx.reads.append((c, result)) } else { s.readResults[id] = result }
+        }
+        if let operation = a.deviceGone { gone(operation, &s, &fx) }
+    }
+
+    private func absorb(_ a: OutputStateMachine.Actions, _ s: inout State, _ fx: inout Effects) {
+        for bytes in a.submits { s.work.append(.submitOut(bytes)) }
+        if a.cancelAll { s.work.append(.cancelOut) }
+        for (id, result) in a.resumptions {
+            if let c = s.writers.removeValue(forKey: id) { fx.writes.append((c, result)) } else { s.writeResults[id] = result }
+        }
+        if let operation = a.deviceGone { gone(operation, &s, &fx) }
+    }
+
+    private func gone(_ operation: String, _ s: inout State, _ fx: inout Effects) {
+        guard !s.reportedGone, s.failure == nil, !s.closed else { return }
+        s.reportedGone = true
+        fx.gone = operation
+    }
+
+    private func finalize(_ s: inout State, _ fx: inout Effects) {
+        if !s.performing, !s.work.isEmpty {
+            s.performing = true
+            fx.perform = true
+        }
+        if !s.performing, s.input.inFlight == 0, s.output.inFlight == 0, !s.drainWaiters.isEmpty {
+            fx.drains = s.drainWaiters
+            s.drainWaiters.removeAll()
+        }
+    }
+
+    private func run(_ fx: Effects) {
+        for (c, result) in fx.reads { c.resume(returning: result) }
+        for (c, result) in fx.writes { c.resume(returning: result) }
+        for c in fx.drains { c.resume() }
+        if fx.perform { perform() }
+        if let operation = fx.gone { onNoDevice(operation, self) }
+    }
+
+    /// Performs pending queue operations in order until none is left.
+    private func perform() {
+        while true {
+            let (next, drains): (Work?, [CheckedContinuation<Void, Never>]) = state.withLock { s in
+                if let w = s.work.popFirst() { return (w, []) }
+                s.performing = false
+                var fx = Effects()
+                finalize(&s, &fx)
+                return (nil, fx.drains)
+            }
+            guard let work = next else {
+                for c in drains { c.resume() }
+                return
+            }
+            switch work {
+            case .submitIn(let count):
+                for i in 0..<count {
+                    guard let error = inQueue.submit(length: configuration.input.transferLength) else { continue }
+                    event { s, fx in
+                        var dropped = 0
+                        s.work.removeAll { if case .submitIn(let n) = $0 { dropped += n; return true } else { return false } }
+                        absorb(s.input.submitFailed(count: count - i + dropped, error), &s, &fx)
+                    }
+                    break
+                }
+            case .submitOut(let bytes):
+                if let error = outQueue.submit(bytes) {
+                    event { s, fx in
+                        var dropped = 0
+                        s.work.removeAll { if case .submitOut = $0 { dropped += 1; return true } else { return false } }
+                        absorb(s.output.submitFailed(count: 1 + dropped, error), &s, &fx)
+                    }
+                }
+            case .cancelIn:
+                inQueue.cancelAll()
+            case .cancelOut:
+                outQueue.cancelAll()
+            }
+        }
+    }
+
+    private func closedError(_ operation: String) -> AccessoryError {
+        AccessoryError(.sessionClosed, "\(configuration.sessionDescription) is closed", operation: operation)
+    }
+
+    private func cancelledError(_ operation: String) -> AccessoryError {
+        AccessoryError(.cancelled, "\(operation) on \(configuration.sessionDescription) was cancelled", operation: operation)
+    }
+}
