@@ -1,20 +1,204 @@
 import AccessoryCore
 import AccessoryKit
+import Dispatch
+import Synchronization
 
-/// An opened simulated device. Sessions are not wired to simulated endpoints yet, so opening
-/// one is refused with a clear error.
+/// An opened simulated device. Its endpoints are ``SimulatedEndpointQueue``s whose transfers
+/// a serial event queue completes, as libusb's event thread does: each OUT transfer goes to
+/// the accessory's ``SimulatedResponder``, whose answers wait on the matching IN endpoint
+/// until the host asks for them. When the device is unplugged, every pending transfer ends
+/// with NO_DEVICE and every later call throws that the device is gone.
 final class SimulatedDeviceConnection: USBDeviceConnection {
-    init(system: SimulatedSystem, device: SimulatedSystem.Device) throws(AccessoryError) {
-        throw AccessoryError(.io, "sessions on simulated accessories are not available yet", operation: "open")
+    let node: String
+    private let responder: SimulatedResponder
+    private let system: SimulatedSystem
+    private let instance: UInt64
+    private let configuration: USBConfiguration?
+    private let events = DispatchQueue(label: "accessorytesting.device-events")
+
+    private struct Queues {
+        weak var input: SimulatedEndpointQueue?
+        weak var output: SimulatedEndpointQueue?
     }
 
-    func claimInterface(_ number: UInt8) throws(AccessoryError) {}
-    func releaseInterface(_ number: UInt8) throws(AccessoryError) {}
-    func setAlternateSetting(_ alternate: UInt8, interface number: UInt8) throws(AccessoryError) {}
-    func isKernelDriverActive(interface number: UInt8) throws(AccessoryError) -> Bool { false }
-    func detachKernelDriver(interface number: UInt8) throws(AccessoryError) {}
-    func attachKernelDriver(interface number: UInt8) throws(AccessoryError) {}
-    func clearHalt(endpoint: UInt8) throws(AccessoryError) {}
-    func reset() throws(AccessoryError) {}
-    func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration? { nil }
+    private struct State {
+        var gone = false
+        var claimed: Set<UInt8> = []
+        var halted: Set<UInt8> = []
+        /// What the accessory has sent on each IN endpoint that the host has not read yet.
+        var answers: [UInt8: [[UInt8]]] = [:]
+        var queues: [UInt8: Queues] = [:]
+        var pumpScheduled = false
+    }
+
+    private let state = Mutex(State())
+
+    init(system: SimulatedSystem, device: SimulatedSystem.Device) throws(AccessoryError) {
+        guard let accessory = device.accessory, let address = device.info.descriptor.address else {
+            throw AccessoryError(
+                .io, "the device on \(device.info.descriptor.port) comes from a trace: it has no accessory to open", operation: "open")
+        }
+        self.system = system
+        self.instance = device.instance
+        self.responder = accessory.responder
+        self.configuration = device.info.configuration
+        self.node = "bus \(device.info.descriptor.bus) address \(address)"
+        guard system.watch(instance: device.instance, { [weak self] in self?.deviceGone() }) else {
+            throw goneError("open")
+        }
+    }
+
+    var isGone: Bool { state.withLock { $0.gone } }
+
+    private func goneError(_ operation: String) -> AccessoryError {
+        AccessoryError(
+            .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
+            "the device is gone (\(node)): NO_DEVICE", operation: operation)
+    }
+
+    private func checkPresent(_ operation: String) throws(AccessoryError) {
+        if isGone { throw goneError(operation) }
+    }
+
+    // MARK: USBDeviceConnection
+
+    func claimInterface(_ number: UInt8) throws(AccessoryError) {
+        try checkPresent("claim interface \(number)")
+        guard system.claim(instance: instance, interface: number) else {
+            throw AccessoryError(.busy, "interface \(number) is claimed by another connection", operation: "claim interface \(number)")
+        }
+        state.withLock { _ = $0.claimed.insert(number) }
+    }
+
+    func releaseInterface(_ number: UInt8) throws(AccessoryError) {
+        let held = state.withLock { $0.claimed.remove(number) != nil }
+        if held { system.release(instance: instance, interface: number) }
+        try checkPresent("release interface \(number)")
+    }
+
+    func setAlternateSetting(_ alternate: UInt8, interface number: UInt8) throws(AccessoryError) {
+        try checkPresent("set interface \(number) alternate \(alternate)")
+    }
+
+    func isKernelDriverActive(interface number: UInt8) throws(AccessoryError) -> Bool {
+        try checkPresent("query the kernel driver of interface \(number)")
+        return false
+    }
+
+    func detachKernelDriver(interface number: UInt8) throws(AccessoryError) {
+        try checkPresent("detach the kernel driver of interface \(number)")
+    }
+
+    func attachKernelDriver(interface number: UInt8) throws(AccessoryError) {
+        try checkPresent("attach the kernel driver of interface \(number)")
+    }
+
+    func clearHalt(endpoint: UInt8) throws(AccessoryError) {
+        try checkPresent("clear halt 0x\(String(endpoint, radix: 16))")
+        state.withLock { _ = $0.halted.remove(endpoint) }
+        schedulePump()
+    }
+
+    func reset() throws(AccessoryError) {
+        try checkPresent("reset")
+    }
+
+    func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration? { configuration }
+
+    func makeEndpointQueue(endpoint: UInt8, maxPacketSize: Int, transfers: Int, transferSize: Int) throws(AccessoryError) -> any EndpointQueue {
+        try checkPresent("open endpoint 0x\(String(endpoint, radix: 16))")
+        let queue = SimulatedEndpointQueue(connection: self, endpoint: endpoint, maxPacketSize: maxPacketSize, capacity: transfers)
+        state.withLock { s in
+            let pair = endpoint & 0x0f
+            if endpoint & 0x80 != 0 { s.queues[pair, default: Queues()].input = queue } else { s.queues[pair, default: Queues()].output = queue }
+        }
+        return queue
+    }
+
+    // MARK: The event queue
+
+    /// The device left: every transfer pending now or later ends with NO_DEVICE.
+    private func deviceGone() {
+        state.withLock { $0.gone = true }
+        schedulePump()
+    }
+
+    func schedulePump() {
+        let first = state.withLock { s in
+            defer { s.pumpScheduled = true }
+            return !s.pumpScheduled
+        }
+        if first { events.async { self.pump() } }
+    }
+
+    /// Moves every transfer on as far as it can go, completing them in submission order per
+    /// endpoint. Runs on ``events`` only.
+    private func pump() {
+        state.withLock { $0.pumpScheduled = false }
+        var moved = true
+        while moved {
+            moved = false
+            let (gone, queues) = state.withLock { ($0.gone, $0.queues) }
+            for (pair, q) in queues.sorted(by: { $0.key < $1.key }) {
+                if let out = q.output { moved = pumpOut(out, pair: pair, gone: gone) || moved }
+                if let input = q.input { moved = pumpIn(input, gone: gone) || moved }
+            }
+        }
+    }
+
+    private func pumpOut(_ queue: SimulatedEndpointQueue, pair: UInt8, gone: Bool) -> Bool {
+        var moved = false
+        while let transfer = queue.head {
+            if transfer.cancelled {
+                queue.completeHead(TransferCompletion(status: .cancelled, length: 0))
+            } else if gone {
+                queue.completeHead(TransferCompletion(status: .noDevice, length: 0))
+            } else if state.withLock({ $0.halted.contains(queue.endpoint) }) {
+                queue.completeHead(TransferCompletion(status: .stall, length: 0))
+            } else if transfer.ignored {
+                return moved
+            } else {
+                switch responder.onWrite(Int(pair) - 1, transfer.bytes ?? []) {
+                case .respond(let chunks):
+                    state.withLock { $0.answers[0x80 | pair, default: []].append(contentsOf: chunks) }
+                    queue.completeHead(TransferCompletion(status: .completed, length: transfer.length))
+                case .stall:
+                    state.withLock { _ = $0.halted.insert(queue.endpoint) }
+                    queue.completeHead(TransferCompletion(status: .stall, length: 0))
+                case .ignore:
+                    queue.markHeadIgnored()
+                    return moved
+                }
+            }
+            moved = true
+        }
+        return moved
+    }
+
+    private func pumpIn(_ queue: SimulatedEndpointQueue, gone: Bool) -> Bool {
+        var moved = false
+        while let transfer = queue.head {
+            if transfer.cancelled {
+                queue.completeHead(TransferCompletion(status: .cancelled, length: 0))
+            } else if gone {
+                queue.completeHead(TransferCompletion(status: .noDevice, length: 0))
+            } else if state.withLock({ $0.halted.contains(queue.endpoint) }) {
+                queue.completeHead(TransferCompletion(status: .stall, length: 0))
+            } else {
+                // Up to the transfer's length from the oldest answer; the rest waits.
+                let data: [UInt8]? = state.withLock { s in
+                    guard var pending = s.answers[queue.endpoint], !pending.isEmpty else { return nil }
+                    let chunk = pending[0]
+                    let take = min(chunk.count, transfer.length)
+                    if take < chunk.count { pending[0] = Array(chunk[take...]) } else { pending.removeFirst() }
+                    s.answers[queue.endpoint] = pending
+                    return Array(chunk[..<take])
+                }
+                guard let data else { return moved }
+                queue.completeHead(TransferCompletion(status: .completed, data: data))
+            }
+            moved = true
+        }
+        return moved
+    }
 }

@@ -37,6 +37,23 @@ final class SimulatedSystem: Sendable {
         var sleepers: [Sleeper] = []
         /// Sleepers cancelled before they were registered.
         var cancelled: Set<UInt64> = []
+        /// Told when their device instance leaves the truth (open connections).
+        var watchers: [UInt64: [@Sendable () -> Void]] = [:]
+        /// Claimed interfaces, by device instance.
+        var claims: [UInt64: Set<UInt8>] = [:]
+
+        /// Removes the devices that match, and hands back the watchers of those instances.
+        mutating func remove(where match: (Device) -> Bool) -> (removed: [Device], watchers: [@Sendable () -> Void]) {
+            let removed = devices.filter(match)
+            guard !removed.isEmpty else { return ([], []) }
+            devices.removeAll(where: match)
+            var told: [@Sendable () -> Void] = []
+            for d in removed {
+                told += watchers.removeValue(forKey: d.instance) ?? []
+                claims[d.instance] = nil
+            }
+            return (removed, told)
+        }
     }
 
     private let state = Mutex(State())
@@ -110,60 +127,89 @@ final class SimulatedSystem: Sendable {
     /// Attaches an accessory at `port` (or the next free root port) under the next free
     /// address of the bus, as the kernel hands them out (wrapping after 127).
     func attach(_ accessory: SimulatedAccessory, port: String?) -> Device {
-        state.withLock { s in
+        let (device, watchers) = state.withLock { s in
             let bus = 1
             let port = port ?? Self.freePort(bus: bus, taken: Set(s.devices.map(\.info.descriptor.port)))
-            s.devices.removeAll { $0.info.descriptor.port == port }
+            let (_, watchers) = s.remove { $0.info.descriptor.port == port }
             let address = Self.freeAddress(after: s.lastAddress[bus] ?? 1, taken: Set(s.devices.compactMap(\.info.descriptor.address)))
             s.lastAddress[bus] = address
             defer { s.nextID += 1 }
             let device = Device(info: Self.info(accessory, bus: bus, address: address, port: port), accessory: accessory, instance: s.nextID)
             s.devices.append(device)
-            return device
+            return (device, watchers)
         }
+        for w in watchers { w() }
+        return device
     }
 
     /// Attaches a device a trace describes, exactly as described, replacing whatever held its
     /// port.
     func attach(_ descriptor: AccessoryDescriptor) {
-        state.withLock { s in
-            s.devices.removeAll { $0.info.descriptor.port == descriptor.port && $0.info.descriptor.bus == descriptor.bus }
+        let watchers = state.withLock { s in
+            let (_, watchers) = s.remove { $0.info.descriptor.port == descriptor.port && $0.info.descriptor.bus == descriptor.bus }
             defer { s.nextID += 1 }
             s.devices.append(Device(info: USBDeviceInfo(descriptor: descriptor, deviceClass: 0), accessory: nil, instance: s.nextID))
+            return watchers
         }
+        for w in watchers { w() }
     }
 
     /// Detaches the device at `port`; returns it.
     @discardableResult
     func detach(port: String) -> Device? {
-        state.withLock { s in
-            guard let i = s.devices.firstIndex(where: { $0.info.descriptor.port == port }) else { return nil }
-            return s.devices.remove(at: i)
-        }
+        let (removed, watchers) = state.withLock { s in s.remove { $0.info.descriptor.port == port } }
+        for w in watchers { w() }
+        return removed.first
     }
 
     /// Detaches what a trace's removal names: by bus and address when it has one, else by
     /// bus and port.
     func detach(_ removal: DeviceRemoval) {
-        state.withLock { s in
-            s.devices.removeAll { d in
+        let (_, watchers) = state.withLock { s in
+            s.remove { d in
                 let x = d.info.descriptor
                 guard x.bus == removal.bus else { return false }
                 if let address = removal.address { return x.address == address }
                 return x.port == removal.port
             }
         }
+        for w in watchers { w() }
     }
 
     /// Replaces the whole truth with a trace's snapshot.
     func setTruth(_ descriptors: [AccessoryDescriptor]) {
-        state.withLock { s in
+        let watchers = state.withLock { s in
+            let (_, watchers) = s.remove { _ in true }
             s.devices = descriptors.map { d in
                 defer { s.nextID += 1 }
                 return Device(info: USBDeviceInfo(descriptor: d, deviceClass: 0), accessory: nil, instance: s.nextID)
             }
+            return watchers
+        }
+        for w in watchers { w() }
+    }
+
+    // MARK: Open connections
+
+    /// Registers `gone` to be called once the instance leaves the truth; `false` when it is
+    /// not there now.
+    func watch(instance: UInt64, _ gone: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { s in
+            guard s.devices.contains(where: { $0.instance == instance }) else { return false }
+            s.watchers[instance, default: []].append(gone)
+            return true
         }
     }
+
+    /// Claims an interface of an instance; `false` when another connection holds it.
+    func claim(instance: UInt64, interface: UInt8) -> Bool {
+        state.withLock { s in s.claims[instance, default: []].insert(interface).inserted }
+    }
+
+    func release(instance: UInt64, interface: UInt8) {
+        state.withLock { s in _ = s.claims[instance]?.remove(interface) }
+    }
+
 
     static func freePort(bus: Int, taken: Set<String>) -> String {
         var n = 1

@@ -1,0 +1,131 @@
+import AccessoryCore
+import AccessoryKit
+import AccessoryTesting
+import Synchronization
+import Testing
+
+/// Sessions on simulated accessories, end to end through the real manager and data plane.
+@Suite("Sessions on simulated accessories")
+struct SimulatedSessionTests {
+    static let loopback = "org.example.loopback"
+
+    static func code(_ body: () async throws(AccessoryError) -> Void) async -> AccessoryError.Code? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error.code
+        }
+    }
+
+    @Test("The default responder echoes: write, flush, read(exactly:), the Data and String forms")
+    func echo() async throws {
+        let usb = SimulatedUSB()
+        await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            let answer = try await manager.withSession(to: accessory, protocol: Self.loopback) { session in
+                try await session.write("ping")
+                try await session.flush()
+                return try await session.read(exactly: 4)
+            }
+            #expect(answer == Array("ping".utf8))
+        }
+    }
+
+    @Test("A custom responder is the accessory's side: it sees what the host writes, per interface")
+    func customResponder() async throws {
+        let usb = SimulatedUSB()
+        let seen = Mutex<[(Int, [UInt8])]>([])
+        let counter = SimulatedAccessory(
+            vendor: 0x1209, product: 0x0002, serial: "C1", protocols: ["com.example.a", "com.example.count"],
+            responder: SimulatedResponder { interface, bytes in
+                seen.withLock { $0.append((interface, bytes)) }
+                return .respond([Array(String(bytes.count).utf8)])
+            })
+        await usb.plug(counter)
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            let answer = try await manager.withSession(to: accessory, protocol: "com.example.count") { session in
+                try await session.write([UInt8](repeating: 7, count: 12))
+                return try await session.read()
+            }
+            #expect(answer == Array("12".utf8))
+        }
+        #expect(seen.withLock { $0.map(\.0) } == [1])
+    }
+
+    @Test("An unplug ends a waiting read with .accessoryDisconnected(.unplugged)")
+    func unplugEndsTheRead() async throws {
+        let usb = SimulatedUSB()
+        let device = await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            let session = try await manager.openSession(to: accessory, protocol: Self.loopback)
+            let reader = Task { await Self.code { () async throws(AccessoryError) in _ = try await session.read() } }
+            await usb.unplug(device)
+            #expect(await reader.value == .accessoryDisconnected(.unplugged))
+            #expect(await Self.code { () async throws(AccessoryError) in try await session.write([1]); try await session.flush() }
+                == .accessoryDisconnected(.unplugged))
+            await session.close()
+        }
+    }
+
+    @Test("A silent unplug ends the session as the manager's ghost eviction says, at the next reconcile")
+    func silentUnplugIsAGhost() async throws {
+        let usb = SimulatedUSB()
+        let device = await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        try await withAccessoryManager(configuration: .init(reconcileInterval: .seconds(2)), usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            var events = await manager.events(includingCurrent: false).makeAsyncIterator()
+            let session = try await manager.openSession(to: accessory, protocol: Self.loopback)
+            await usb.unplug(device, silently: true)
+            await usb.advance(by: .seconds(2))
+            let event = await events.next()
+            guard case .disconnected(_, let reason) = event else { Issue.record("\(String(describing: event))"); return }
+            #expect(reason.code == "ghost-evicted")
+            let code = await Self.code { () async throws(AccessoryError) in _ = try await session.read() }
+            #expect(code == .accessoryDisconnected(reason), "the session ends with the manager's own reason")
+            await session.close()
+        }
+    }
+
+    @Test("A stalled endpoint throws .stall until clearStall(); then the session goes on")
+    func stall() async throws {
+        let usb = SimulatedUSB()
+        let stallNext = Mutex(true)
+        let moody = SimulatedAccessory(
+            vendor: 0x1209, product: 0x0003, serial: "M1",
+            responder: SimulatedResponder { _, bytes in
+                stallNext.withLock { s in defer { s = false }; return s } ? .stall : .respond([bytes])
+            })
+        await usb.plug(moody)
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            try await manager.withSession(to: accessory, protocol: Self.loopback) { session in
+                let first = await Self.code { () async throws(AccessoryError) in try await session.write([1, 2]); try await session.flush() }
+                #expect(first == .stall)
+                try await session.clearStall()
+                try await session.write([3, 4])
+                #expect(try await session.read(exactly: 2) == [3, 4])
+            }
+        }
+    }
+
+    @Test("A second session on the same protocol is .busy and names the holder")
+    func busy() async throws {
+        let usb = SimulatedUSB()
+        await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            try await manager.withSession(to: accessory, protocol: Self.loopback, name: "first") { _ in
+                do throws(AccessoryError) {
+                    _ = try await manager.openSession(to: accessory, protocol: Self.loopback)
+                    Issue.record("a second session opened")
+                } catch {
+                    #expect(error.code == .busy && error.message.contains("'first'"))
+                }
+            }
+        }
+    }
+}
