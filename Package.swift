@@ -11,6 +11,9 @@ let package = Package(
         .library(name: "AccessoryTesting", targets: ["AccessoryTesting"]),
         .executable(name: "accessoryctl", targets: ["accessoryctl"]),
         .executable(name: "accessory-sim", targets: ["accessory-sim"]),
+        // accessory-sim's LD_PRELOAD shim (libaccessory-sim-preload.so), loaded in front of
+        // umockdev's: one uevent socket name per process (issue #16).
+        .library(name: "accessory-sim-preload", type: .dynamic, targets: ["AccessorySimPreload"]),
         .executable(name: "accessory-bench", targets: ["AccessoryBench"]),
         .executable(name: "accessory-example", targets: ["AccessoryExample"]),
     ],
@@ -50,6 +53,9 @@ let package = Package(
             ]),
         // Virtual accessories: a umockdev testbed that runs a command under it (C).
         .executableTarget(name: "accessory-sim", dependencies: ["CUmockdev"]),
+        // The simulator's preload shim (C, no API): gives each process's emulated uevent
+        // socket a name of its own. Only the dynamic library product uses it.
+        .target(name: "AccessorySimPreload", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
         .executableTarget(
             name: "AccessoryBench",
             dependencies: ["AccessoryCore", "AccessoryKit", .product(name: "Logging", package: "swift-log")]),

@@ -15,12 +15,15 @@
  *   list                              -> BUS ADDRESS PORT VID:PID SERIAL...
  *   ioctl-log BUS:ADDRESS             -> ok open=N opens=N claimed=LIST ...
  *   kernel-driver BUS:ADDRESS IFACE NAME|-  -> ok
+ *   uevent-check                      -> ok sockets=N | error WHAT (issue #16)
  *   help                              -> ok, then this list
  *
  * Extras beyond the documented contract: "plug --silent" (attach with no
  * uevent), "storm ... --lossy SEED" (a seeded mix of lost uevents and
  * overflows), "fault ... none" (clear a scripted fault), "ioctl-log",
- * "kernel-driver" and "help".
+ * "kernel-driver", "uevent-check" and "help". "uevent-check" fails when two live
+ * uevent sockets share one name, or a socket has umockdev's per-fd name (a
+ * process without libaccessory-sim-preload.so): see uevent_guard.c.
  */
 #define _GNU_SOURCE
 #include "sim.h"
@@ -47,6 +50,7 @@ static const char usage_text[] =
     "list\n"
     "ioctl-log BUS:ADDRESS\n"
     "kernel-driver BUS:ADDRESS IFACE NAME|-\n"
+    "uevent-check\n"
     "help\n";
 
 typedef struct {
@@ -423,6 +427,21 @@ static void cmd_kernel_driver(gchar **argv, GString *out)
     g_rec_mutex_unlock(&sim.lock);
 }
 
+static void cmd_uevent_check(gchar **argv, GString *out)
+{
+    if (argv[1]) {
+        g_string_append(out, "error usage: uevent-check\n");
+        return;
+    }
+    guint sockets = 0;
+    char *problems = uevent_guard_check(&sockets);
+    if (problems)
+        g_string_append_printf(out, "error uevent sockets: %s (issue #16)\n", problems);
+    else
+        g_string_append_printf(out, "ok sockets=%u\n", sockets);
+    g_free(problems);
+}
+
 static void execute(const char *line, GString *out)
 {
     gchar **parts = g_strsplit_set(line, " \t\r", -1);
@@ -451,12 +470,14 @@ static void execute(const char *line, GString *out)
         cmd_ioctl_log(argv, out);
     else if (strcmp(cmd, "kernel-driver") == 0)
         cmd_kernel_driver(argv, out);
+    else if (strcmp(cmd, "uevent-check") == 0)
+        cmd_uevent_check(argv, out);
     else if (strcmp(cmd, "help") == 0)
         g_string_append_printf(out, "ok\n%s", usage_text);
     else
         g_string_append_printf(out,
                                "error usage: unknown command '%s' (plug, unplug, replug, storm, fault, list, "
-                               "ioctl-log, kernel-driver, help)\n",
+                               "ioctl-log, kernel-driver, uevent-check, help)\n",
                                cmd);
     g_ptr_array_unref(args);
     g_strfreev(parts);

@@ -612,8 +612,8 @@ static void dematerialize(Instance *inst, gboolean silent)
     GError *err = NULL;
 
     if (!silent) {
-        umockdev_testbed_uevent(sim.testbed, ifpath, "remove");
-        umockdev_testbed_uevent(sim.testbed, inst->syspath, "remove");
+        sim_uevent(ifpath, "remove");
+        sim_uevent(inst->syspath, "remove");
     }
     rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->ifname);
     unlink_in_testbed(rel);
@@ -662,8 +662,8 @@ static void attach(Instance *inst, gboolean silent)
     materialize(inst);
     if (!silent) {
         char *ifpath = iface_syspath(inst);
-        umockdev_testbed_uevent(sim.testbed, inst->syspath, "add");
-        umockdev_testbed_uevent(sim.testbed, ifpath, "add");
+        sim_uevent(inst->syspath, "add");
+        sim_uevent(ifpath, "add");
         g_free(ifpath);
     }
 }

@@ -54,6 +54,7 @@
 
 #define REEXEC_MARKER "ACCESSORY_SIM_PRELOADED"
 #define PRELOAD_LIB "libumockdev-preload.so.0"
+#define PRELOAD_SHIM "libaccessory-sim-preload.so"
 
 extern char **environ;
 
@@ -92,6 +93,7 @@ static void usage(FILE *f)
             "  list                                                     BUS ADDRESS PORT VID:PID SERIAL per line\n"
             "  ioctl-log BUS:ADDRESS                                    ok open=N claimed=LIST released=N ...\n"
             "  kernel-driver BUS:ADDRESS IFACE NAME|-                   ok\n"
+            "  uevent-check                                             ok sockets=N (error: a shared uevent socket)\n"
             "  help\n");
 }
 
@@ -392,20 +394,64 @@ static char *make_private_dir(const char *base, const char *prefix)
     return tmpl;
 }
 
+/* The simulator's own preload shim (Sources/AccessorySimPreload), which must
+ * sit in front of umockdev's in LD_PRELOAD: it gives every process's uevent
+ * socket a name of its own (issue #16). SwiftPM builds it beside this binary. */
+static char *find_preload_shim(void)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "accessory-sim: cannot find my own binary (/proc/self/exe): %s\n", g_strerror(errno));
+        exit(127);
+    }
+    self[n] = '\0';
+    char *dir = g_path_get_dirname(self);
+    char *shim = g_build_filename(dir, PRELOAD_SHIM, NULL);
+    g_free(dir);
+    if (access(shim, R_OK) != 0) {
+        fprintf(stderr,
+                "accessory-sim: %s is missing (%s).\n"
+                "  It must sit beside accessory-sim: without it, two processes that watch hotplug\n"
+                "  events steal each other's uevent socket (issue #16). Build it with\n"
+                "  `swift build` or `swift build --product accessory-sim-preload`.\n",
+                shim, g_strerror(errno));
+        exit(127);
+    }
+    if (strpbrk(shim, ": \t")) {
+        fprintf(stderr, "accessory-sim: %s cannot go into LD_PRELOAD (its path has a blank or a colon)\n", shim);
+        exit(127);
+    }
+    return shim;
+}
+
+/* LD_PRELOAD for the simulator and COMMAND: what was there (sanitizer
+ * runtimes must stay first), then the shim, then umockdev's library. */
+static char *preload_list(const char *old, const char *shim)
+{
+    GString *list = g_string_new(NULL);
+    if (old) {
+        gchar **entries = g_strsplit_set(old, ": ", -1);
+        for (gchar **e = entries; *e; e++) {
+            if (!**e || strstr(*e, "libumockdev-preload.so") || g_str_has_suffix(*e, "/" PRELOAD_SHIM))
+                continue;
+            g_string_append_printf(list, "%s:", *e);
+        }
+        g_strfreev(entries);
+    }
+    g_string_append_printf(list, "%s:%s", shim, PRELOAD_LIB);
+    return g_string_free(list, FALSE);
+}
+
 static void reexec_with_preload(char **argv)
 {
-    const char *old = getenv("LD_PRELOAD");
-    char *preload;
+    char *shim = find_preload_shim();
+    char *preload = preload_list(getenv("LD_PRELOAD"), shim);
 
-    if (old && strstr(old, "libumockdev-preload.so"))
-        preload = g_strdup(old);
-    else if (old && *old)
-        preload = g_strdup_printf("%s:%s", old, PRELOAD_LIB);
-    else
-        preload = g_strdup(PRELOAD_LIB);
     setenv("LD_PRELOAD", preload, 1);
     setenv(REEXEC_MARKER, "1", 1);
     g_free(preload);
+    g_free(shim);
     execv("/proc/self/exe", argv);
     fprintf(stderr, "accessory-sim: cannot re-execute under %s: %s\n", PRELOAD_LIB, g_strerror(errno));
     exit(127);
@@ -502,6 +548,11 @@ static int run_main(int argc, char **argv)
     sim.root = umockdev_testbed_get_root_dir(sim.testbed);
     setenv("TMPDIR", childtmp, 1);
     sim_log("testbed %s", sim.root);
+    if (!uevent_guard_init()) {
+        remove_tree(privdir);
+        remove_tree(childtmp);
+        return 2;
+    }
     loop = g_main_loop_new(NULL, FALSE);
     devices_init(first_address);
 
@@ -548,6 +599,7 @@ static int run_main(int argc, char **argv)
 
     control_stop();
     devices_shutdown();
+    uevent_guard_shutdown();
     g_clear_object(&sim.testbed);
     remove_tree(privdir);
     remove_tree(childtmp);

@@ -132,6 +132,14 @@ void usbfs_fifo_clear(Instance *inst);
 /* Binds (name) or unbinds (NULL) the pretend kernel driver; sim.lock held. */
 void usbfs_set_kernel_driver(Instance *inst, unsigned int ifno, const char *name);
 
+/* uevent_guard.c (main thread): the uevent lock and the shared-socket guard */
+gboolean uevent_guard_init(void);
+void uevent_guard_shutdown(void);
+/* umockdev_testbed_uevent() under the uevent lock, after a guard check */
+void sim_uevent(const char *syspath, const char *action);
+/* NULL when every uevent socket is its process's own, else what is wrong */
+char *uevent_guard_check(guint *sockets);
+
 /* control.c (main thread) */
 gboolean control_start(const char *path, char **error);
 void control_stop(void);

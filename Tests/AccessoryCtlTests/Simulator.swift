@@ -38,13 +38,14 @@ final class Background {
     let stdoutURL: URL
     let stderrURL: URL
 
-    init(_ executable: String, _ arguments: [String], in dir: URL) throws {
+    init(_ executable: String, _ arguments: [String], in dir: URL, environment: [String: String]? = nil) throws {
         stdoutURL = dir.appendingPathComponent("out-\(UUID().uuidString)")
         stderrURL = dir.appendingPathComponent("err-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let environment { process.environment = environment }
         process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         process.standardInput = FileHandle.nullDevice

@@ -36,6 +36,13 @@ int main(void)
     if (rc != LIBUSB_SUCCESS) { fprintf(stderr, "hotplug registration failed: %s\n", libusb_error_name(rc)); return 1; }
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
+    /* A parent may hand down a blocked SIGTERM (Foundation's Process does, from a Swift
+     * Testing thread), which would leave the loop below running forever. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
     printf("ready\n");
     fflush(stdout);
     while (!stop) {
