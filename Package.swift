@@ -78,6 +78,7 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
         .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
+        .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),
         .testTarget(
             name: "AccessoryTestingTests",
             dependencies: ["AccessoryTesting", "AccessoryKit", "AccessoryCore", "AccessoryTestSupport"]),
