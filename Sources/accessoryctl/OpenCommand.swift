@@ -46,7 +46,7 @@ struct OpenCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        _ = try Target(parsing: target)
+        _ = try Self.parse(target)
         try GlobalOptions.validateSeconds(idleTimeout, option: "--idle-timeout", allowsZero: true, atMost: 604_800)
     }
 
@@ -54,17 +54,13 @@ struct OpenCommand: AsyncParsableCommand {
         global.bootstrapLogging()
         OutputStream.ignoreSigpipe()
         let signals = TerminationSignals.catchAll()
-        let target = try Target(parsing: self.target)
+        let target = try Self.parse(self.target)
         let manager = try await global.startManager()
-        let present = await manager.connectedAccessories
-        let matching = present.filter(target.matches)
-        guard matching.count == 1, let accessory = matching.first else {
-            let list = present.map(Self.describe).joined(separator: ", ")
-            if matching.isEmpty {
-                note("error: no accessory matches \(target); " + (present.isEmpty ? "no accessory is connected" : "present: \(list)"))
-            } else {
-                note("error: \(matching.count) accessories match \(target): \(matching.map(Self.describe).joined(separator: ", ")); add the serial or give the port")
-            }
+        let accessory: Accessory
+        do {
+            accessory = try await manager.accessory(matching: target)
+        } catch {
+            note("error: \(error.message)")
             await manager.shutdown()
             throw ExitCode(1)
         }
@@ -92,10 +88,6 @@ struct OpenCommand: AsyncParsableCommand {
         case .finished, .signalled, .stdoutClosed:
             return
         }
-    }
-
-    static func describe(_ a: Accessory) -> String {
-        "\(a.descriptor.vendorProduct) \(a.descriptor.serial ?? "-") (\(a.descriptor.port))"
     }
 
     // MARK: Pumping
@@ -207,46 +199,12 @@ struct OpenCommand: AsyncParsableCommand {
 }
 
 extension OpenCommand {
-    /// Which accessory to open.
-    enum Target: CustomStringConvertible {
-        case ids(vendor: UInt16, product: UInt16, serial: String?)
-        case port(String)
-
-        init(parsing text: String) throws {
-            if text.contains(":") {
-                let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-                guard parts.count >= 2, let vendor = Hex.parseFour(parts[0]), let product = Hex.parseFour(parts[1]) else {
-                    throw ValidationError("TARGET must be VID:PID[:SERIAL] with 4 hex digits each, such as 1209:0001; got '\(text)'")
-                }
-                let serial = parts.count == 3 ? parts[2] : nil
-                self = .ids(vendor: vendor, product: product, serial: serial.flatMap { $0.isEmpty ? nil : $0 })
-            } else {
-                let pieces = text.split(separator: "-", maxSplits: 1)
-                let isNumber = { (s: Substring) in !s.isEmpty && s.allSatisfy(\.isNumber) }
-                guard pieces.count == 2, isNumber(pieces[0]), pieces[1].split(separator: ".", omittingEmptySubsequences: false).allSatisfy(isNumber) else {
-                    throw ValidationError("TARGET must be VID:PID[:SERIAL] or a port chain such as 1-1.4; got '\(text)'")
-                }
-                self = .port(text)
-            }
-        }
-
-        func matches(_ accessory: Accessory) -> Bool {
-            let d = accessory.descriptor
-            switch self {
-            case .ids(let vendor, let product, let serial):
-                return d.vendor == vendor && d.product == product && (serial == nil || d.serial == serial)
-            case .port(let port):
-                return d.port == port
-            }
-        }
-
-        var description: String {
-            switch self {
-            case .ids(let vendor, let product, let serial):
-                return "\(Hex.four(vendor)):\(Hex.four(product))" + (serial.map { ":\($0)" } ?? "")
-            case .port(let port):
-                return port
-            }
+    /// TARGET as the library reads it, or a usage error.
+    static func parse(_ text: String) throws -> AccessoryTarget {
+        do {
+            return try AccessoryTarget(parsing: text)
+        } catch {
+            throw ValidationError(error.description)
         }
     }
 

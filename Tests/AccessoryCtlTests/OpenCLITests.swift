@@ -42,6 +42,14 @@ extension LiveCLITests {
             #expect(r.stdout.isEmpty)
         }
 
+        @Test("BUS:ADDRESS, as list prints it, opens that accessory")
+        func busAddressTarget() throws {
+            let device = try Simulator.device(serial: "SN2")
+            let r = try CLI.run(OpenCLI.accessoryctl, ["open", device, "--protocol", "org.example.loopback", "--idle-timeout", "0.1"], stdin: Data("by address\n".utf8))
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout == "by address\n")
+        }
+
         @Test("An unknown protocol exits 1 naming what the accessory speaks")
         func unknownProtocol() throws {
             let r = try OpenCLI.run("open", "1209:0001:SN1", "--protocol", "org.example.nope")
