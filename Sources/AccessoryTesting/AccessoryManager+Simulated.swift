@@ -20,14 +20,5 @@ public func withAccessoryManager<R: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (AccessoryManager) async throws -> R
 ) async throws -> R {
-    let manager = try await AccessoryManager(configuration: configuration, usb: usb)
-    let result: R
-    do {
-        result = try await body(manager)
-    } catch {
-        await manager.shutdown()
-        throw error
-    }
-    await manager.shutdown()
-    return result
+    try await AccessoryManager(configuration: configuration, usb: usb).run(body)
 }

@@ -146,15 +146,20 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         }
     }
 
+    /// How a transfer ends without the accessory's part: cancelled, the device gone, or the
+    /// endpoint halted; `nil` when it goes on.
+    private func endsEarly(_ transfer: SimulatedEndpointQueue.Transfer, on endpoint: UInt8, gone: Bool) -> TransferStatus? {
+        if transfer.cancelled { return .cancelled }
+        if gone { return .noDevice }
+        if state.withLock({ $0.halted.contains(endpoint) }) { return .stall }
+        return nil
+    }
+
     private func pumpOut(_ queue: SimulatedEndpointQueue, pair: UInt8, gone: Bool) -> Bool {
         var moved = false
         while let transfer = queue.head {
-            if transfer.cancelled {
-                queue.completeHead(TransferCompletion(status: .cancelled, length: 0))
-            } else if gone {
-                queue.completeHead(TransferCompletion(status: .noDevice, length: 0))
-            } else if state.withLock({ $0.halted.contains(queue.endpoint) }) {
-                queue.completeHead(TransferCompletion(status: .stall, length: 0))
+            if let status = endsEarly(transfer, on: queue.endpoint, gone: gone) {
+                queue.completeHead(TransferCompletion(status: status, length: 0))
             } else if transfer.ignored {
                 return moved
             } else {
@@ -178,12 +183,8 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     private func pumpIn(_ queue: SimulatedEndpointQueue, gone: Bool) -> Bool {
         var moved = false
         while let transfer = queue.head {
-            if transfer.cancelled {
-                queue.completeHead(TransferCompletion(status: .cancelled, length: 0))
-            } else if gone {
-                queue.completeHead(TransferCompletion(status: .noDevice, length: 0))
-            } else if state.withLock({ $0.halted.contains(queue.endpoint) }) {
-                queue.completeHead(TransferCompletion(status: .stall, length: 0))
+            if let status = endsEarly(transfer, on: queue.endpoint, gone: gone) {
+                queue.completeHead(TransferCompletion(status: status, length: 0))
             } else {
                 // Up to the transfer's length from the oldest answer; the rest waits.
                 let data: [UInt8]? = state.withLock { s in

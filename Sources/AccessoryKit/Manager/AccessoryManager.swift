@@ -598,16 +598,24 @@ public func withAccessoryManager<R: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (AccessoryManager) async throws -> R
 ) async throws -> R {
-    let manager = try await AccessoryManager(configuration: configuration)
-    let result: R
-    do {
-        result = try await body(manager)
-    } catch {
-        await manager.shutdown()
-        throw error
+    try await AccessoryManager(configuration: configuration).run(body)
+}
+
+extension AccessoryManager {
+    /// Runs `body` with this manager, then shuts it down, whether `body` returns or throws.
+    package func run<R: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (AccessoryManager) async throws -> R
+    ) async throws -> R {
+        let result: R
+        do {
+            result = try await body(self)
+        } catch {
+            await shutdown()
+            throw error
+        }
+        await shutdown()
+        return result
     }
-    await manager.shutdown()
-    return result
 }
 
 extension Reconciler.Report {
