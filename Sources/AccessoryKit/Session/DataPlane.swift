@@ -302,7 +302,7 @@ final class DataPlane: Sendable {
             guard !s.closed else { return }
             s.closed = true
             absorb(s.input.close(), &s, &fx)
-            absorb(s.output.finish(closedError("write")), &s, &fx)
+            absorb(s.output.finish(closedError("write"), replacing: true), &s, &fx)
         }
         await waitUntilDrained()
     }

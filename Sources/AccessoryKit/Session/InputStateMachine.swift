@@ -247,13 +247,20 @@ struct InputStateMachine: Sendable {
         return actions
     }
 
-    /// Closes the input: a waiting read gets `nil`, the buffer is dropped, transfers in
-    /// flight are cancelled.
+    /// Closes the input: a waiting read gets `nil` (or the failure, after ``fail(_:)``), the
+    /// buffer is dropped, transfers in flight are cancelled.
     mutating func close() -> Actions {
         var actions = Actions()
         guard let b = buffer else { return actions }
         actions.cancelAll = b.inFlight > 0
-        if let reader = b.reader { actions.resumption = (reader.id, .success(nil)) }
+        if let reader = b.reader {
+            // A read waiting when the input failed gets the failure, even if closed right after.
+            if case .failed(_, let error) = state {
+                actions.resumption = (reader.id, .failure(error))
+            } else {
+                actions.resumption = (reader.id, .success(nil))
+            }
+        }
         state = .closed(inFlight: b.inFlight)
         return actions
     }

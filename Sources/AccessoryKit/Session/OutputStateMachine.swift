@@ -278,8 +278,8 @@ struct OutputStateMachine: Sendable {
 
     /// Ends the output with `error` (closed or disconnected): every waiting call gets it at
     /// once, transfers in flight are cancelled, and every later call gets it. The first end
-    /// wins.
-    mutating func finish(_ error: AccessoryError) -> Actions {
+    /// wins, unless `replacing` (a close after a disconnection: later calls get `error`).
+    mutating func finish(_ error: AccessoryError, replacing: Bool = false) -> Actions {
         var actions = Actions()
         switch state {
         case .sending(let o), .paused(let o), .stopping(let o, _), .stopped(let o, _), .gone(let o):
@@ -289,8 +289,8 @@ struct OutputStateMachine: Sendable {
             for f in o.flushers { actions.resumptions.append((f, .failure(failure))) }
             actions.cancelAll = !o.inFlight.isEmpty
             state = .finished(error, inFlight: o.inFlight.count)
-        case .finished:
-            break
+        case .finished(_, let n):
+            if replacing { state = .finished(error, inFlight: n) }
         }
         return actions
     }
