@@ -171,6 +171,7 @@ struct InputStateMachine: Sendable {
             if case .closed(let n) = state { state = .closed(inFlight: max(n - 1, 0)) }
             return actions
         }
+        replace(Buffer())  // so that `b` is unique and mutating it copies nothing
         b.inFlight -= 1
         if case .failed = state {
             // The device sent this before it went away: the reader still gets it.
@@ -344,6 +345,7 @@ struct InputStateMachine: Sendable {
 
     private mutating func serveReader(_ actions: inout Actions) {
         guard actions.resumption == nil, var b = buffer, var reader = b.reader else { return }
+        replace(Buffer())
         defer { replace(b) }
         if let abort = reader.abort {
             // A cancelled or timed-out read ends once its transfers have drained; what it
