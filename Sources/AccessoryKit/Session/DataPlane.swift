@@ -151,8 +151,15 @@ final class DataPlane: Sendable {
     func read(exactly: Int? = nil, timeout: Duration?) async -> ReadResult {
         let (id, immediate) = event { s, fx -> (UInt64, ReadResult?) in
             let id = s.newID()
-            absorb(s.input.read(id, exactly: exactly), &s, &fx)
-            return (id, s.readResults.removeValue(forKey: id))
+            var actions = s.input.read(id, exactly: exactly)
+            // Data at once (the common case): no continuation, no table entry.
+            var mine: ReadResult?
+            if let r = actions.resumption, r.id == id {
+                mine = r.result
+                actions.resumption = nil
+            }
+            absorb(actions, &s, &fx)
+            return (id, mine)
         }
         if let immediate { return decorated(immediate) }
         let timer = timeout.map { limit in
@@ -217,8 +224,11 @@ final class DataPlane: Sendable {
     ) async -> WriteResult {
         let (id, immediate) = event { s, fx -> (UInt64, WriteResult?) in
             let id = s.newID()
-            absorb(body(id, &s), &s, &fx)
-            return (id, s.writeResults.removeValue(forKey: id))
+            var actions = body(id, &s)
+            // Done at once (the common case): no continuation, no table entry.
+            let mine = actions.resumptions.firstIndex { $0.id == id }.map { actions.resumptions.remove(at: $0).result }
+            absorb(actions, &s, &fx)
+            return (id, mine)
         }
         if let immediate { return immediate }
         let timer = timeout.map { limit in
@@ -302,7 +312,7 @@ final class DataPlane: Sendable {
             guard !s.closed else { return }
             s.closed = true
             absorb(s.input.close(), &s, &fx)
-            absorb(s.output.finish(closedError("write")), &s, &fx)
+            absorb(s.output.finish(closedError("write"), replacing: true), &s, &fx)
         }
         await waitUntilDrained()
     }

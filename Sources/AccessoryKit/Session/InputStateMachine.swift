@@ -171,6 +171,7 @@ struct InputStateMachine: Sendable {
             if case .closed(let n) = state { state = .closed(inFlight: max(n - 1, 0)) }
             return actions
         }
+        replace(Buffer())  // so that `b` is unique and mutating it copies nothing
         b.inFlight -= 1
         if case .failed = state {
             // The device sent this before it went away: the reader still gets it.
@@ -247,13 +248,20 @@ struct InputStateMachine: Sendable {
         return actions
     }
 
-    /// Closes the input: a waiting read gets `nil`, the buffer is dropped, transfers in
-    /// flight are cancelled.
+    /// Closes the input: a waiting read gets `nil` (or the failure, after ``fail(_:)``), the
+    /// buffer is dropped, transfers in flight are cancelled.
     mutating func close() -> Actions {
         var actions = Actions()
         guard let b = buffer else { return actions }
         actions.cancelAll = b.inFlight > 0
-        if let reader = b.reader { actions.resumption = (reader.id, .success(nil)) }
+        if let reader = b.reader {
+            // A read waiting when the input failed gets the failure, even if closed right after.
+            if case .failed(_, let error) = state {
+                actions.resumption = (reader.id, .failure(error))
+            } else {
+                actions.resumption = (reader.id, .success(nil))
+            }
+        }
         state = .closed(inFlight: b.inFlight)
         return actions
     }
@@ -337,6 +345,7 @@ struct InputStateMachine: Sendable {
 
     private mutating func serveReader(_ actions: inout Actions) {
         guard actions.resumption == nil, var b = buffer, var reader = b.reader else { return }
+        replace(Buffer())
         defer { replace(b) }
         if let abort = reader.abort {
             // A cancelled or timed-out read ends once its transfers have drained; what it

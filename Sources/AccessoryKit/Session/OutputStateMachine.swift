@@ -99,6 +99,9 @@ struct OutputStateMachine: Sendable {
 
     let configuration: Configuration
     private(set) var state: State = .sending(Output())
+    /// Stands in for the state while an event changes the payload it took out; every event
+    /// puts a real state back.
+    private static let placeholder = State.sending(Output())
     /// Transfers submitted and completed, for statistics.
     private(set) var submitted: UInt64 = 0
     private(set) var completed: UInt64 = 0
@@ -132,12 +135,13 @@ struct OutputStateMachine: Sendable {
         let writer = Writer(id: id, rest: bytes, zeroLengthPacket: zlp)
         switch state {
         case .sending(var o):
+            state = Self.placeholder  // so that `o` is unique and mutating it copies nothing
             o.writers.append(writer)
-            pump(&o, &actions)
+            pump(&o, &actions, eager: o.writers.count == 1)
             state = .sending(o)
         case .paused(var o):
             o.writers.append(writer)
-            admit(&o, &actions)
+            admit(&o, &actions, eager: o.writers.count == 1)
             state = .paused(o)
         case .stopping(var o, let error):
             // Bytes written after the failure, before it was reported, are dropped too.
@@ -160,6 +164,7 @@ struct OutputStateMachine: Sendable {
         var actions = Actions()
         switch state {
         case .sending(var o):
+            state = Self.placeholder
             o.flushers.append(id)
             pump(&o, &actions)
             state = .sending(o)
@@ -202,12 +207,13 @@ struct OutputStateMachine: Sendable {
         switch state {
         case .sending(var o), .paused(var o):
             let paused = if case .paused = state { true } else { false }
+            state = Self.placeholder
             let requested = o.inFlight.removeFirst()
             o.accepted += length
             if status == .noDevice {
                 goneAway(&o, operation, &actions)
             } else if status == .completed && length == requested {
-                if paused { admit(&o, &actions); state = .paused(o) } else { pump(&o, &actions); state = .sending(o) }
+                if paused { admit(&o, &actions, eager: false); state = .paused(o) } else { pump(&o, &actions); state = .sending(o) }
             } else {
                 let error = status.error(operation: operation, device: device)
                     ?? AccessoryError(.io, "sent \(length) of \(requested) bytes", operation: operation)
@@ -278,8 +284,8 @@ struct OutputStateMachine: Sendable {
 
     /// Ends the output with `error` (closed or disconnected): every waiting call gets it at
     /// once, transfers in flight are cancelled, and every later call gets it. The first end
-    /// wins.
-    mutating func finish(_ error: AccessoryError) -> Actions {
+    /// wins, unless `replacing` (a close after a disconnection: later calls get `error`).
+    mutating func finish(_ error: AccessoryError, replacing: Bool = false) -> Actions {
         var actions = Actions()
         switch state {
         case .sending(let o), .paused(let o), .stopping(let o, _), .stopped(let o, _), .gone(let o):
@@ -289,8 +295,8 @@ struct OutputStateMachine: Sendable {
             for f in o.flushers { actions.resumptions.append((f, .failure(failure))) }
             actions.cancelAll = !o.inFlight.isEmpty
             state = .finished(error, inFlight: o.inFlight.count)
-        case .finished:
-            break
+        case .finished(_, let n):
+            if replacing { state = .finished(error, inFlight: n) }
         }
         return actions
     }
@@ -298,13 +304,13 @@ struct OutputStateMachine: Sendable {
     // MARK: Internals
 
     /// Moves waiting writes into the queue, submits transfers, and resolves flushes.
-    private mutating func pump(_ o: inout Output, _ actions: inout Actions) {
-        admit(&o, &actions)
+    private mutating func pump(_ o: inout Output, _ actions: inout Actions, eager: Bool = false) {
+        admit(&o, &actions, eager: eager)
         while o.inFlight.count < configuration.transfersInFlight, let transfer = nextTransfer(&o) {
             actions.submits.append(transfer)
             o.inFlight.append(transfer.count)
             submitted &+= 1
-            admit(&o, &actions)
+            admit(&o, &actions, eager: eager)
         }
         if o.queue.isEmpty, o.inFlight.isEmpty, o.writers.isEmpty, !o.flushers.isEmpty {
             for f in o.flushers { actions.resumptions.append((f, .success(()))) }
@@ -313,9 +319,12 @@ struct OutputStateMachine: Sendable {
     }
 
     /// Moves the waiting writes' bytes into the queue while there is room, whole packets at
-    /// a time; a write is done once its last byte is in.
-    private func admit(_ o: inout Output, _ actions: inout Actions) {
+    /// a time; a write is done once its last byte is in. A write that had to wait moves in
+    /// only once the queue is down to half its capacity (`eager`: at once), so that a
+    /// writer of small pieces wakes once per half a queue, not once per transfer.
+    private func admit(_ o: inout Output, _ actions: inout Actions, eager: Bool) {
         let packet = configuration.maxPacketSize
+        if !eager, o.queuedBytes > configuration.bufferCapacity / 2 { return }
         while var w = o.writers.first {
             let room = configuration.bufferCapacity - o.queuedBytes
             if w.rest.count <= room {
