@@ -65,6 +65,9 @@ final class SimulatedSystem: Sendable {
     /// Both kernel clocks: MONOTONIC stops while the system sleeps, BOOTTIME does not.
     var uptime: SystemUptime { state.withLock { SystemUptime(monotonic: $0.now, boot: $0.now + $0.asleep) } }
 
+    /// How many tasks sleep on the clock now.
+    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
     /// The earliest deadline a task sleeps until, if any.
     var nextSleeperDeadline: Duration? { state.withLock { $0.sleepers.map(\.deadline).min() } }
 

@@ -73,7 +73,11 @@ public actor SimulatedUSB {
     /// Moves the virtual clock on by `duration`, running everything that falls due on the
     /// way in time order: debounced, confirming and periodic reconciles of every manager on
     /// this simulation, and tasks sleeping on ``clock``.
+    ///
+    /// Tasks the test has just started (a read with a timeout, say) get to run first, so
+    /// that their sleeps on the clock start from the time before the advance.
     public func advance(by duration: Duration) async {
+        await settle()
         let target = system.now + duration
         while true {
             var next = system.nextSleeperDeadline
@@ -84,10 +88,29 @@ public actor SimulatedUSB {
             system.setNow(due)
             for m in managers.compactMap(\.manager) { await m.runDue(until: system.now) }
             // Let the tasks just woken from the clock run before time moves on.
-            for _ in 0..<8 { await Task.yield() }
+            await settle()
         }
         system.setNow(target)
         managers.removeAll { $0.manager == nil }
+    }
+
+    /// Waits (by yielding, never sleeping) until at least `count` tasks sleep on ``clock``,
+    /// such as a session's read timeout the test has just started; `false` if they don't
+    /// within a bounded number of turns. Advance time after this to be sure their deadlines
+    /// count from now.
+    @discardableResult
+    public func waitForSleepers(_ count: Int = 1) async -> Bool {
+        for _ in 0..<100_000 {
+            if system.sleeperCount >= count { return true }
+            await Task.yield()
+        }
+        return system.sleeperCount >= count
+    }
+
+    /// Gives other tasks a chance to run: yields until the cooperative pool has had several
+    /// turns (it cannot tell when every task is idle).
+    private func settle() async {
+        for _ in 0..<64 { await Task.yield() }
     }
 
     // MARK: For managers and replays in this package

@@ -129,3 +129,52 @@ struct SimulatedSessionTests {
         }
     }
 }
+
+@Suite("Session timing on the virtual clock")
+struct SimulatedSessionTimingTests {
+    @Test("A read timeout falls due in virtual time: nothing before it, .timeout at it, and the session goes on", .timeLimit(.minutes(1)))
+    func readTimeout() async throws {
+        let usb = SimulatedUSB()
+        await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session in
+                let clock = usb.clock
+                let start = clock.now
+                let outcome = Mutex<(code: AccessoryError.Code?, at: SimulatedClock.Instant)?>(nil)
+                let reader = Task {
+                    let code = await SimulatedSessionTests.code { () async throws(AccessoryError) in _ = try await session.read(timeout: .seconds(30)) }
+                    outcome.withLock { $0 = (code, clock.now) }
+                }
+                #expect(await usb.waitForSleepers(1), "the read's timeout waits on the virtual clock")
+                await usb.advance(by: .seconds(29))
+                #expect(outcome.withLock { $0 } == nil, "nothing falls due before the timeout")
+                await usb.advance(by: .seconds(1))
+                // The timeout fell due at 30 s: the read ends with no more time passing.
+                await reader.value
+                let (code, at) = try #require(outcome.withLock { $0 })
+                #expect(code == .timeout)
+                #expect(start.duration(to: at) == .seconds(30))
+                try await session.write([9])
+                #expect(try await session.read(exactly: 1) == [9])
+            }
+        }
+    }
+
+    @Test("withSession flushes what the body wrote before it closes")
+    func withSessionFlushes() async throws {
+        let usb = SimulatedUSB()
+        let received = Mutex<[UInt8]>([])
+        let recorder = SimulatedAccessory(
+            vendor: 0x1209, product: 0x0004, serial: "R1",
+            responder: SimulatedResponder { _, bytes in received.withLock { $0 += bytes }; return .respond([]) })
+        await usb.plug(recorder)
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session in
+                try await session.write([UInt8](repeating: 5, count: 100_000))
+            }
+        }
+        #expect(received.withLock { $0.count } == 100_000)
+    }
+}

@@ -115,6 +115,7 @@ extension AccessoryManager {
             let id = accessory.connectionID
             pipe = try Self.makeDataPlane(
                 handle, in: inEndpoint, out: outEndpoint, options: options, description: "session '\(sessionName)'",
+                clock: configuration.clock,
                 onNoDevice: { [weak self] operation, pipe in
                     Task {
                         // The manager ends the pipe (``endSessions(of:reason:)``) with the
@@ -141,7 +142,8 @@ extension AccessoryManager {
     }
 
     /// Runs `body` with a session open, and closes the session afterwards however `body`
-    /// ends (returns, throws or is cancelled). The close is not cancellable.
+    /// ends (returns, throws or is cancelled). When `body` returns, what it wrote is flushed
+    /// first (a failure to send it is thrown). The close is not cancellable.
     ///
     /// See ``openSession(to:protocol:name:options:)`` for the parameters and errors.
     public func withSession<R: Sendable>(
@@ -153,6 +155,9 @@ extension AccessoryManager {
         let result: R
         do {
             result = try await body(session)
+            // Writes return once queued: what `body` wrote reaches the accessory before the
+            // session closes, or its failure is thrown.
+            try await session.flush()
         } catch {
             await session.close()
             throw error
@@ -169,7 +174,8 @@ extension AccessoryManager {
     /// A session's data plane over the device's transfer queues for its two endpoints.
     private static func makeDataPlane(
         _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint,
-        options: AccessorySession.Options, description: String, onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
+        options: AccessorySession.Options, description: String, clock: any Clock<Duration>,
+        onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
     ) throws(AccessoryError) -> DataPlane {
         let configuration = DataPlane.Configuration(
             options: options, inPacketSize: inEndpoint.packetSize, outPacketSize: outEndpoint.packetSize,
@@ -181,7 +187,9 @@ extension AccessoryManager {
         let outQueue = try device.makeEndpointQueue(
             endpoint: outEndpoint.address, maxPacketSize: outEndpoint.packetSize,
             transfers: output.transfersInFlight, transferSize: output.transferSize)
-        return DataPlane(input: inQueue, output: outQueue, configuration: configuration, onNoDevice: onNoDevice)
+        return DataPlane(
+            input: inQueue, output: outQueue, configuration: configuration, sleep: { try await clock.sleep(for: $0) },
+            onNoDevice: onNoDevice)
     }
 
     // MARK: Hooks for the manager

@@ -108,10 +108,16 @@ final class DataPlane: Sendable {
         var gone: String?
     }
 
+    /// Waits for a timeout: the manager's clock, so that a simulated session's timeouts fall
+    /// due in virtual time.
+    private let sleep: @Sendable (Duration) async throws -> Void
+
     init(
         input: any EndpointQueue, output: any EndpointQueue, configuration: Configuration,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
     ) {
+        self.sleep = sleep
         precondition(input.capacity >= configuration.input.transfersInFlight && output.capacity >= configuration.output.transfersInFlight)
         self.inQueue = input
         self.outQueue = output
@@ -164,7 +170,7 @@ final class DataPlane: Sendable {
         if let immediate { return decorated(immediate) }
         let timer = timeout.map { limit in
             Task { [weak self] in
-                try? await Task.sleep(for: limit)
+                try? await self?.sleep(limit)
                 guard !Task.isCancelled, let self else { return }
                 self.abortRead(id, AccessoryError(
                     .timeout, "no data from \(self.configuration.sessionDescription) within \(limit)", operation: self.inQueue.operation))
@@ -233,7 +239,7 @@ final class DataPlane: Sendable {
         if let immediate { return immediate }
         let timer = timeout.map { limit in
             Task { [weak self] in
-                try? await Task.sleep(for: limit)
+                try? await self?.sleep(limit)
                 guard !Task.isCancelled, let self else { return }
                 self.abortWrite(id, AccessoryError(
                     .timeout, "\(self.configuration.sessionDescription): the accessory did not take the data within \(limit)",
