@@ -38,7 +38,7 @@ struct AccessoryExample {
             }
         } catch let error as AccessoryError {
             // 3. A disconnection says why: unplugged, ghost-evicted (with evidence) or shutdown.
-            if case .accessoryDisconnected(let reason) = error.code {
+            if let reason = error.code.disconnectReason {
                 print("the accessory went away: \(reason)")
                 return false
             }

@@ -2,25 +2,50 @@ import AccessoryCore
 
 /// The one error type of AccessoryKit. Catch a specific ``Code`` to handle one case.
 public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What went wrong. New codes may be added.
-    public enum Code: Hashable, Sendable {
+    /// What went wrong. New codes may be added, so a `switch` over codes needs a `default`
+    /// (it is a struct of constants, not an enum, for that reason). Compare with `==`, or
+    /// read ``disconnectReason``:
+    ///
+    ///     if let reason = error.code.disconnectReason { … } else if error.code == .timeout { … }
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: Hashable, Sendable {
+            case accessoryDisconnected(DisconnectReason)
+            case timeout, stall, overflow, accessDenied, busy, notFound, protocolNotSupported, sessionClosed, cancelled, io
+        }
+
+        private let kind: Kind
+
         /// The accessory went away; the reason says how it was found out.
-        case accessoryDisconnected(DisconnectReason)
-        case timeout
+        public static func accessoryDisconnected(_ reason: DisconnectReason) -> Code { Code(kind: .accessoryDisconnected(reason)) }
+        public static let timeout = Code(kind: .timeout)
         /// The endpoint halted (USB STALL). Clear it with `clearStall`.
-        case stall
+        public static let stall = Code(kind: .stall)
         /// The device sent more data than was asked for.
-        case overflow
+        public static let overflow = Code(kind: .overflow)
         /// No permission to open the device node. The message names the udev rule to add.
-        case accessDenied
+        public static let accessDenied = Code(kind: .accessDenied)
         /// Another session or process holds the interface.
-        case busy
-        case notFound
-        case protocolNotSupported
-        case sessionClosed
-        case cancelled
+        public static let busy = Code(kind: .busy)
+        public static let notFound = Code(kind: .notFound)
+        public static let protocolNotSupported = Code(kind: .protocolNotSupported)
+        public static let sessionClosed = Code(kind: .sessionClosed)
+        public static let cancelled = Code(kind: .cancelled)
         /// Any other I/O failure.
-        case io
+        public static let io = Code(kind: .io)
+
+        /// How the accessory went away, when that is what happened.
+        public var disconnectReason: DisconnectReason? {
+            if case .accessoryDisconnected(let reason) = kind { return reason }
+            return nil
+        }
+
+        /// `timeout`, `stall`, …, or `accessoryDisconnected(unplugged)`.
+        public var description: String {
+            switch kind {
+            case .accessoryDisconnected(let reason): return "accessoryDisconnected(\(reason.code))"
+            default: return "\(kind)"
+            }
+        }
     }
 
     public var code: Code

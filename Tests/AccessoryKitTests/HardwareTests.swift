@@ -340,7 +340,7 @@ extension HardwareTests {
                 _ = try Self.echo(handle, "anyone there?")
                 Issue.record("a transfer to a removed device succeeded")
             } catch let error as AccessoryError {
-                guard case .accessoryDisconnected = error.code else {
+                guard error.code.disconnectReason != nil else {
                     Issue.record("expected accessoryDisconnected, got \(error)")
                     return
                 }

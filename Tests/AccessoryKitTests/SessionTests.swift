@@ -62,7 +62,7 @@ extension HardwareTests {
         }
 
         static func isDisconnected<T>(_ result: Result<T, AccessoryError>) -> Bool {
-            if case .accessoryDisconnected = code(result) { true } else { false }
+            code(result)?.disconnectReason != nil
         }
 
         // MARK: Data
@@ -384,7 +384,7 @@ extension HardwareTests {
                 // it, and the manager's eviction names the same evidence.
                 try plugged.unplug("GHOSTS", silent: true)
                 let result = await reader.value
-                guard case .failure(let error) = result, case .accessoryDisconnected(let reason) = error.code else {
+                guard case .failure(let error) = result, let reason = error.code.disconnectReason else {
                     Issue.record("expected accessoryDisconnected, got \(result)")
                     return
                 }

@@ -233,7 +233,7 @@ extension HardwareTests {
                 let (rounds, _, error) = await loop.value
                 ended.cancel()
                 let id = accessories[i].connectionID
-                guard let error, case .accessoryDisconnected(let reason) = error.code else {
+                guard let error, let reason = error.code.disconnectReason else {
                     Issue.record("session on \(accessories[i].descriptor.serial ?? "?") ended with \(String(describing: error)) after \(rounds) rounds")
                     continue
                 }

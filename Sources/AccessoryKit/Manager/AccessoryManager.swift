@@ -283,7 +283,7 @@ public actor AccessoryManager {
                 bus: accessory.descriptor.bus, address: address, vendor: entry.info.descriptor.vendor,
                 product: entry.info.descriptor.product)
         } catch {
-            if case .accessoryDisconnected = error.code { reportNoDevice(id, operation: error.operation ?? "open") }
+            if error.code.disconnectReason != nil { reportNoDevice(id, operation: error.operation ?? "open") }
             throw error
         }
     }

@@ -96,7 +96,7 @@ extension AccessoryManager {
             try handle.claimInterface(number)
         } catch {
             undo(releasing: false)
-            if case .accessoryDisconnected = error.code { reportNoDevice(accessory.connectionID, operation: error.operation ?? "claim") }
+            if error.code.disconnectReason != nil { reportNoDevice(accessory.connectionID, operation: error.operation ?? "claim") }
             guard error.code == .busy else { throw error }
             let driverBound = (try? handle.isKernelDriverActive(interface: number)) == true
             throw AccessoryError(

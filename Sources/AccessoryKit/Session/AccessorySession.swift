@@ -196,7 +196,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
             try device.clearHalt(endpoint: outEndpoint)
             try device.clearHalt(endpoint: inEndpoint)
         } catch {
-            if case .accessoryDisconnected(let reason) = error.code {
+            if let reason = error.code.disconnectReason {
                 // The manager's verdict ends the pipe, with the reason its notification
                 // carries; this device's own evidence is the fallback.
                 await manager.reportNoDevice(accessory.connectionID, operation: error.operation ?? "clear halt")
@@ -249,7 +249,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
             do {
                 try device.releaseInterface(interfaceNumber)
             } catch {
-                if case .accessoryDisconnected = error.code {} else {
+                if error.code.disconnectReason == nil {
                     logger.warning("\(self): cannot release interface \(interfaceNumber): \(error)")
                 }
             }
@@ -257,7 +257,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
                 do {
                     try device.attachKernelDriver(interface: interfaceNumber)
                 } catch {
-                    if case .accessoryDisconnected = error.code {} else {
+                    if error.code.disconnectReason == nil {
                         logger.warning("\(self): cannot attach the kernel driver to interface \(interfaceNumber) again: \(error)")
                     }
                 }

@@ -201,7 +201,7 @@ struct InputStateMachine: Sendable {
         }
         b.inFlight = max(b.inFlight - count, 0)
         replace(b)
-        if case .accessoryDisconnected = error.code {
+        if error.code.disconnectReason != nil {
             goneAway(error.operation ?? "submit", &actions)
         } else {
             endpointFailed(error, &actions)

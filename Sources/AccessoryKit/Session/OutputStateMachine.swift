@@ -247,7 +247,7 @@ struct OutputStateMachine: Sendable {
         switch state {
         case .sending(var o), .paused(var o), .stopping(var o, _):
             o.inFlight.removeLast(min(count, o.inFlight.count))
-            if case .accessoryDisconnected = error.code {
+            if error.code.disconnectReason != nil {
                 goneAway(&o, error.operation ?? "submit", &actions)
             } else if case .stopping(_, let first) = state {
                 state = .stopping(o, first)
