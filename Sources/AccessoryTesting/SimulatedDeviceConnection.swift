@@ -31,7 +31,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         var pumpScheduled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(system: SimulatedSystem, device: SimulatedSystem.Device) throws(AccessoryError) {
         guard let accessory = device.accessory, let address = device.info.descriptor.address else {

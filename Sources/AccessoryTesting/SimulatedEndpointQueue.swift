@@ -20,7 +20,7 @@ final class SimulatedEndpointQueue: EndpointQueue {
     let operation: String
     let device: String
     let connection: SimulatedDeviceConnection
-    private let state = Mutex<(handler: (@Sendable (TransferCompletion) -> Void)?, transfers: [Transfer])>((nil, []))
+    private let state = Locked<(handler: (@Sendable (TransferCompletion) -> Void)?, transfers: [Transfer])>((nil, []))
 
     init(connection: SimulatedDeviceConnection, endpoint: UInt8, maxPacketSize: Int, capacity: Int) {
         self.connection = connection

@@ -7,7 +7,7 @@ import Synchronization
 /// (``drivesTime``), as the simulation's clock moves.
 final class SimulatedHost: USBHost {
     let system: SimulatedSystem
-    private let subscription = Mutex<UInt64?>(nil)
+    private let subscription = Locked<UInt64?>(nil)
 
     init(system: SimulatedSystem) {
         self.system = system

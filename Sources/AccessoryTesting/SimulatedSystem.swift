@@ -56,7 +56,7 @@ final class SimulatedSystem: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     // MARK: The clock
 

@@ -72,7 +72,7 @@ public struct TraceReplay: Sendable {
         /// The records not played yet start at this index.
         public private(set) var position = 0
         let records: [TraceRecord]
-        nonisolated let log = Mutex<[AccessoryEvent]>([])
+        nonisolated let log = Locked<[AccessoryEvent]>([])
         private var lastSnapshot: [AccessoryDescriptor]?
         private var changedSinceSnapshot = false
         private var finished = false

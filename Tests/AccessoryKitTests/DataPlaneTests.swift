@@ -7,7 +7,7 @@ import Testing
 struct DataPlaneTests {
     /// The operations reported as having found the device gone.
     final class GoneLog: Sendable {
-        let operations = Mutex<[String]>([])
+        let operations = Locked<[String]>([])
     }
 
     static func plane(
@@ -37,7 +37,7 @@ struct DataPlaneTests {
         _ device: MemoryLoopback, accepting: Bool = true, _ body: @escaping @Sendable () async -> T
     ) async -> T {
         let task = Task { await body() }
-        let done = Mutex(false)
+        let done = Locked(false)
         let watcher = Task {
             _ = await task.value
             done.withLock { $0 = true }
@@ -147,7 +147,7 @@ struct DataPlaneTests {
         let device = MemoryLoopback(transfers: 2)
         let plane = Self.plane(device, options: .init(readsInFlight: 2, writesInFlight: 2, transferSize: 512, writeBufferCapacity: 1024))
         let data = Self.bytes(10_000, seed: 5)
-        let finished = Mutex(false)
+        let finished = Locked(false)
         let writer = Task {
             let r = await plane.write(data[...], timeout: nil)
             finished.withLock { $0 = true }

@@ -31,7 +31,7 @@ final class MemoryEndpointQueue: EndpointQueue {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(endpoint: UInt8, maxPacketSize: Int, capacity: Int) {
         self.endpoint = endpoint
@@ -114,9 +114,9 @@ final class MemoryEndpointQueue: EndpointQueue {
 final class MemoryLoopback: Sendable {
     let input: MemoryEndpointQueue
     let output: MemoryEndpointQueue
-    private let echoes = Mutex<Deque<[UInt8]>>([])
+    private let echoes = Locked<Deque<[UInt8]>>([])
     /// Every byte the device accepted, in order.
-    private let received = Mutex<[UInt8]>([])
+    private let received = Locked<[UInt8]>([])
 
     init(inPacketSize: Int = 512, outPacketSize: Int = 512, transfers: Int = 4) {
         input = MemoryEndpointQueue(endpoint: 0x81, maxPacketSize: inPacketSize, capacity: transfers)

@@ -52,7 +52,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     let key: SessionKey
     let pipe: DataPlane
     private let logger: Logger
-    private let lifecycle: Mutex<Lifecycle>
+    private let lifecycle: Locked<Lifecycle>
 
     private struct Lifecycle {
         /// The open device; `nil` once closed.
@@ -86,7 +86,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
         self.key = SessionKey(connection: accessory.connectionID, protocolName: protocolName)
         self.pipe = pipe
         self.logger = logger
-        self.lifecycle = Mutex(Lifecycle(device: device, detachedDriver: detachedDriver))
+        self.lifecycle = Locked(Lifecycle(device: device, detachedDriver: detachedDriver))
     }
 
     public var description: String { "session '\(name)'" }

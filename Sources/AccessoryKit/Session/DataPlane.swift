@@ -64,7 +64,7 @@ final class DataPlane: Sendable {
     /// Told once (outside the lock) which operation found the device gone; it must end the
     /// data plane with ``fail(_:)``.
     private let onNoDevice: @Sendable (String, DataPlane) -> Void
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// A queue operation a machine decided.
     private enum Work {
@@ -123,7 +123,7 @@ final class DataPlane: Sendable {
         self.outQueue = output
         self.configuration = configuration
         self.onNoDevice = onNoDevice
-        self.state = Mutex(State(
+        self.state = Locked(State(
             input: InputStateMachine(configuration: configuration.input),
             output: OutputStateMachine(configuration: configuration.output)))
         input.setCompletionHandler { [weak self] completion in self?.inputCompleted(completion) }

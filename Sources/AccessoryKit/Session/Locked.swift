@@ -1,0 +1,36 @@
+import Glibc
+
+/// A value behind a pthread mutex, for state that ThreadSanitizer must be able to check.
+///
+/// Swift's `Mutex` on Linux hands a contended lock over inside the kernel (a PI futex), in a
+/// library ThreadSanitizer does not instrument, so TSan reports races on data that `Mutex`
+/// does protect. It understands pthread mutexes. The data plane, whose locking CI runs under
+/// TSan, and the AccessoryTesting simulation use this instead.
+package final class Locked<Value: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable is safe: `value` is read and written only inside `withLock`,
+    // between pthread_mutex_lock and pthread_mutex_unlock of `mutex`; the mutex lives at one
+    // heap address from init to deinit and is never copied; and `Value` is Sendable, so what
+    // is handed in and out may cross threads.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var value: Value
+
+    package init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the value, holding the lock. `body` must not block or call back
+    /// into code that takes this lock.
+    package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}
