@@ -186,23 +186,26 @@ struct SessionBenchmark {
         }
     }
 
+    /// Reads until `data` has come back, checking every byte; returns how many came back.
+    static func readBack(_ data: [UInt8], from session: AccessorySession) async throws -> Int {
+        var offset = 0
+        while offset < data.count {
+            guard let back = try await session.read() else { break }
+            guard offset + back.count <= data.count, Self.same(back, data, at: offset) else {
+                throw Failure(description: "data mismatch at byte \(offset)")
+            }
+            offset += back.count
+        }
+        return offset
+    }
+
     /// Echoes `data` with `depth` transfers in flight each way: one write of everything, and
     /// a reader running alongside.
     static func echoAsync(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], depth: Int, chunk: Int) async throws -> Sample {
         let options = AccessorySession.Options(readsInFlight: depth, writesInFlight: depth, transferSize: chunk)
         return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-async", options: options) { session in
             let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
-            async let received: Int = {
-                var offset = 0
-                while offset < data.count {
-                    guard let back = try await session.read() else { break }
-                    guard offset + back.count <= data.count, Self.same(back, data, at: offset) else {
-                        throw Failure(description: "data mismatch at byte \(offset)")
-                    }
-                    offset += back.count
-                }
-                return offset
-            }()
+            async let received = Self.readBack(data, from: session)
             try await session.write(data)
             let count = try await received
             guard count == data.count else { throw Failure(description: "echoed \(count) of \(data.count) bytes") }
@@ -218,17 +221,7 @@ struct SessionBenchmark {
         let pieces = stride(from: 0, to: data.count, by: writeSize).map { Array(data[$0..<min($0 + writeSize, data.count)]) }
         return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-writes") { session in
             let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
-            async let received: Int = {
-                var offset = 0
-                while offset < data.count {
-                    guard let back = try await session.read() else { break }
-                    guard offset + back.count <= data.count, Self.same(back, data, at: offset) else {
-                        throw Failure(description: "data mismatch at byte \(offset)")
-                    }
-                    offset += back.count
-                }
-                return offset
-            }()
+            async let received = Self.readBack(data, from: session)
             for piece in pieces { try await session.write(piece) }
             let count = try await received
             guard count == data.count else { throw Failure(description: "echoed \(count) of \(data.count) bytes") }
