@@ -6,6 +6,15 @@ public struct SimulatedDevice: Sendable, Hashable, CustomStringConvertible {
     public var port: String
     public var accessory: SimulatedAccessory
 
+    /// A device as the test describes it, for example to ``SimulatedUSB/send(_:for:)`` an
+    /// event about a device that was never plugged.
+    public init(bus: Int, address: Int, port: String, accessory: SimulatedAccessory) {
+        self.bus = bus
+        self.address = address
+        self.port = port
+        self.accessory = accessory
+    }
+
     public var description: String {
         let hex = { (v: UInt16) in String(v, radix: 16).leftPadded(to: 4) }
         return "\(hex(accessory.vendor)):\(hex(accessory.product))\(accessory.serial.map { " \($0)" } ?? "") on \(port) (bus \(bus), address \(address))"

@@ -63,6 +63,19 @@ public actor SimulatedUSB {
         return Self.simulated(fresh, device.accessory)
     }
 
+    /// A hotplug event on its own, for ``send(_:for:)``.
+    public enum Event: Sendable, Hashable {
+        case arrival, removal
+    }
+
+    /// Delivers a hotplug event for `device` whatever the truth says now: a duplicated,
+    /// late or reordered uevent, as a storm's backlog brings them. The truth is unchanged.
+    public func send(_ event: Event, for device: SimulatedDevice) async {
+        let descriptor = SimulatedSystem.info(device.accessory, bus: device.bus, address: device.address, port: device.port).descriptor
+        system.send(HotplugNotice(kind: event == .arrival ? .arrived : .left, descriptor: descriptor))
+        await system.waitUntilHandled()
+    }
+
     /// The system sleeps for `duration`: CLOCK_BOOTTIME moves on and CLOCK_MONOTONIC does
     /// not, so a manager finds the gap at its next periodic reconcile (``advance(by:)`` by
     /// the reconcile interval) and reconciles at once.

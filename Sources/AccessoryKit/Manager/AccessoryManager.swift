@@ -101,14 +101,9 @@ public actor AccessoryManager {
     /// simulated host runs them itself, in order, with ``runDue(until:)``.
     private var pendingDeadline: (at: Duration, trigger: Trigger)?
     private var nextTick: Duration
-    /// Instances known gone that sysfs may list a moment longer: the kernel sends the
-    /// remove event before it deletes the sysfs directory, and an operation's NO_DEVICE can
-    /// come before either. Reconciles treat them as absent until a scan no longer lists them.
-    private var deadInstances: [DeviceKey: AccessoryDescriptor] = [:]
-    /// The entries the reconcile that asked for confirmation found missing from sysfs, and
-    /// how many times confirmation has been put off since.
-    private var suspectedAbsent: Set<ConnectionID> = []
-    private var confirmations = 0
+    /// The judgement calls: instances known gone, waits for LEFT events, stale arrivals,
+    /// visibility (see ``HotplugPolicy``).
+    private var policy: HotplugPolicy
 
     /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
     /// devices become the first `.connected` events.
@@ -128,6 +123,7 @@ public actor AccessoryManager {
     package init(configuration: Configuration, host: any USBHost) async throws(AccessoryError) {
         self.configuration = configuration
         self.host = host
+        self.policy = HotplugPolicy(includeHubs: configuration.includeHubs, supportedProtocols: configuration.supportedProtocols)
         self.logger = configuration.logger
         self.libusbVersion = host.version
         // Subscribe first, then take the snapshot: no attach can fall in between.
@@ -217,7 +213,7 @@ public actor AccessoryManager {
     public func reportNoDevice(_ id: ConnectionID, operation: String) {
         guard !isShutDown, let accessory = registry[id] else { return }
         logger.debug("\(operation) on connection \(id) returned NO_DEVICE; reconciling")
-        if let key = accessory.descriptor.key { deadInstances[key] = accessory.descriptor }
+        policy.markGone(accessory.descriptor)
         reconcile(.noDevice, noDevice: (id, operation))
     }
 
@@ -322,9 +318,7 @@ public actor AccessoryManager {
                 port = nil
             }
             apply(.removed(notice.removal ?? DeviceRemoval(bus: device.bus, address: device.address, port: port)))
-            if let leaving, registry[leaving.connectionID] == nil, let key = leaving.descriptor.key {
-                deadInstances[key] = leaving.descriptor
-            }
+            if let leaving, registry[leaving.connectionID] == nil { policy.markGone(leaving.descriptor) }
         }
         scheduleReconcile()
     }
@@ -334,21 +328,12 @@ public actor AccessoryManager {
     /// changes before the kernel sends the event, so it is never older than an event).
     private func arrivalInfo(_ notice: HotplugNotice) -> (info: USBDeviceInfo, superseded: Bool) {
         let device = notice.descriptor
-        let matches = { (info: USBDeviceInfo) in
-            info.descriptor.bus == device.bus && info.descriptor.address == device.address
-                && info.descriptor.vendor == device.vendor && info.descriptor.product == device.product
-        }
         // One directory, not a full scan: in a storm the device is often gone already, and
         // the debounced reconcile that follows catches up anyway.
         let live = host.device(named: device.port)
-        if let live, matches(live) { return (live, false) }
-        // The same VID:PID under another address: a re-enumeration newer than this event.
-        // (Not just any device: libusb's port chain can be shorter than the kernel's name,
-        // and then `device.port` names a parent hub.)
-        let superseded = live.map {
-            $0.descriptor.bus == device.bus && $0.descriptor.address != device.address
-                && $0.descriptor.vendor == device.vendor && $0.descriptor.product == device.product
-        } ?? false
+        let verdict = HotplugPolicy.judge(arrival: device, livePort: live?.descriptor)
+        if verdict == .live, let live { return (live, false) }
+        let superseded = verdict == .stale
         var info = USBDeviceInfo(
             descriptor: device, deviceClass: notice.record?.device.deviceClass ?? 0,
             deviceDescriptor: notice.record?.device, configuration: notice.record?.configuration, speed: notice.record?.speed)
@@ -394,9 +379,7 @@ public actor AccessoryManager {
     }
 
     private func isVisible(_ info: USBDeviceInfo) -> Bool {
-        if info.isHub && !configuration.includeHubs { return false }
-        guard let supported = configuration.supportedProtocols else { return true }
-        return info.descriptor.protocols?.contains(where: supported.contains) ?? false
+        policy.isVisible(info.descriptor, isHub: info.isHub)
     }
 
     // MARK: Hooks for simulated hosts and trace replay
@@ -412,7 +395,7 @@ public actor AccessoryManager {
     /// for confirmation.
     package func reconcileWithAuthoritativeTruth() {
         guard !isShutDown else { return }
-        deadInstances.removeAll()
+        policy.forgetGone()
         reconcile(.snapshot)
     }
 
@@ -479,54 +462,20 @@ public actor AccessoryManager {
         min(max(configuration.debounce * 2, .milliseconds(20)), .milliseconds(100))
     }
 
-    /// `devices` without the instances known dead; forgets those sysfs no longer lists.
-    private func withoutDeadInstances(_ devices: [USBDeviceInfo]) -> [USBDeviceInfo] {
-        var stillListed: [DeviceKey: AccessoryDescriptor] = [:]
-        let alive = devices.filter { info in
-            guard let key = info.descriptor.key, let dead = deadInstances[key], dead.isSameInstance(as: info.descriptor) else { return true }
-            stillListed[key] = dead
-            return false
-        }
-        deadInstances = stillListed
-        return alive
-    }
-
-    /// The registry entries whose instance is missing from `scan`.
-    private func absentEntries(_ scan: SysfsScanner.Result) -> Set<ConnectionID> {
-        var live: [DeviceKey: AccessoryDescriptor] = [:]
-        for info in scan.devices { if let key = info.descriptor.key { live[key] = info.descriptor } }
-        return Set(registry.accessories.filter { entry in
-            guard let key = entry.descriptor.key, let d = live[key] else { return true }
-            return !d.isSameInstance(as: entry.descriptor)
-        }.map(\.connectionID))
-    }
-
-    /// Whether an evicting reconcile should wait for hotplug events first: a debounced or
-    /// periodic one that finds entries missing asks for a confirming look after
-    /// ``confirmationDelay``; the confirming look waits once more (up to three times) when
-    /// entries have gone missing since, so each gets the full delay for its LEFT event.
+    /// Whether this reconcile must wait for hotplug events first (and so schedules the
+    /// confirming look): ``HotplugPolicy/shouldWait(_:absent:waiting:hotplug:)``.
     private func shouldConfirm(_ trigger: Trigger, _ scan: SysfsScanner.Result) -> Bool {
-        guard isHotplugAvailable else { return false }
+        let look: HotplugPolicy.Look
         switch trigger {
-        case .debounced, .periodic:
-            let absent = absentEntries(scan)
-            guard !absent.isEmpty else { return false }
-            if pendingDeadline == nil {
-                suspectedAbsent = absent
-                confirmations = 0
-            }
-            scheduleReconcile(.confirm)
-            return true
-        case .confirm:
-            let fresh = absentEntries(scan).subtracting(suspectedAbsent)
-            guard !fresh.isEmpty, confirmations < 3 else { return false }
-            suspectedAbsent.formUnion(fresh)
-            confirmations += 1
-            scheduleReconcile(.confirm)
-            return true
-        default:
-            return false
+        case .debounced, .periodic: look = .routine
+        case .confirm: look = .confirming
+        default: look = .immediate
         }
+        let wait = policy.shouldWait(
+            look, absent: HotplugPolicy.absentEntries(registry, truth: scan.devices.map(\.descriptor)),
+            waiting: pendingDeadline != nil, hotplug: isHotplugAvailable)
+        if wait { scheduleReconcile(.confirm) }
+        return wait
     }
 
     /// The periodic tick: detects a system sleep, then reconciles.
@@ -554,7 +503,7 @@ public actor AccessoryManager {
     private func reconcile(_ trigger: Trigger, noDevice: (ConnectionID, String)? = nil) -> Reconciler.Report {
         var scan = host.scan()
         if trigger == .initial, let note = scan.note { logger.notice("\(note)") }
-        if !deadInstances.isEmpty { scan.devices = withoutDeadInstances(scan.devices) }
+        scan.devices = policy.withoutGone(scan.devices, descriptor: \.descriptor)
         if shouldConfirm(trigger, scan) { return Reconciler.Report.none }
         var report = Reconciler().reconcile(&registry, against: scan.devices.map(\.descriptor))
         if !monitorTaps.isEmpty { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
