@@ -90,6 +90,9 @@ public actor AccessoryManager {
     private(set) var isShutDown = false
     /// Open sessions, by connection and protocol (see AccessoryManager+Sessions.swift).
     var sessions: [SessionKey: AccessorySession] = [:]
+    /// Sessions being opened (their device I/O runs off the actor), so that a second open of
+    /// the same protocol is refused meanwhile.
+    var opening: Set<SessionKey> = []
     /// Numbers default session names: `session-1`, `session-2`, …
     var sessionCounter = 0
     private var lastUptime: SystemUptime
@@ -233,6 +236,7 @@ public actor AccessoryManager {
         subscribers.removeAll()
         for continuation in monitorTaps.values { continuation.finish() }
         monitorTaps.removeAll()
+        observers.removeAll()  // they may hold what holds the manager
         await monitorTask?.value
         await timerTask?.value
         logger.debug("stopped")
@@ -267,6 +271,11 @@ public actor AccessoryManager {
     }
 
     // MARK: Internal API for sessions
+
+    /// The address of a connection still in the registry (hidden or not), or `nil`.
+    func connectedAddress(of id: ConnectionID) -> Int? {
+        registry[id]?.descriptor.address
+    }
 
     /// Opens the device behind a connection, from libusb's list or, when libusb's cache
     /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile.

@@ -18,30 +18,110 @@ extension AccessoryManager {
     ///   process holds the protocol ("held by session 'X'"), when another process holds the
     ///   interface, or when a kernel driver is bound; `.accessDenied`, naming the udev rule
     ///   that fixes it; `.accessoryDisconnected` when the device is gone.
+    ///
+    /// The device I/O (opening the node, reading interface names, claiming, selecting the
+    /// alternate setting) runs off the manager's actor: an unresponsive device delays only
+    /// its own open, never the manager's events or other sessions.
     public func openSession(
         to accessory: Accessory, protocol protocolName: String, name: String? = nil,
         options: AccessorySession.Options = .init()
-    ) throws(AccessoryError) -> AccessorySession {
+    ) async throws(AccessoryError) -> AccessorySession {
         let label = AccessorySession.label(accessory)
         let operation = "open session"
         guard !isShutDown else {
             throw AccessoryError(.sessionClosed, "the accessory manager has shut down", operation: operation)
         }
-        guard var info = deviceInfo(for: accessory.connectionID) else {
-            throw AccessoryError(
-                .notFound, "accessory \(label) (connection \(accessory.connectionID)) is not connected", operation: operation)
+        let id = accessory.connectionID
+        guard let info = deviceInfo(for: id), let address = connectedAddress(of: id) else {
+            throw AccessoryError(.notFound, "accessory \(label) (connection \(id)) is not connected", operation: operation)
         }
-        let key = SessionKey(connection: accessory.connectionID, protocolName: protocolName)
+        let key = SessionKey(connection: id, protocolName: protocolName)
         if let holder = sessions[key] {
             throw AccessoryError(
                 .busy, "\(protocolName) on accessory \(label) is held by session '\(holder.name)'", operation: operation)
         }
+        guard !opening.contains(key) else {
+            throw AccessoryError(.busy, "\(protocolName) on accessory \(label) is being opened by another task", operation: operation)
+        }
+        opening.insert(key)
+        defer { opening.remove(key) }
+        sessionCounter += 1
+        let sessionName = name ?? "session-\(sessionCounter)"
 
+        let prepared: PreparedSession
+        do throws(AccessoryError) {
+            prepared = try await Self.prepareSession(
+                host: host, bus: info.descriptor.bus, address: address, info: info, protocolName: protocolName,
+                options: options, table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger,
+                label: label, sessionName: sessionName,
+                onNoDevice: { [weak self] operation, pipe in
+                    Task {
+                        // The manager ends the pipe (``endSessions(of:reason:)``) with the
+                        // reason its own notification carries, whichever of this report and
+                        // a hotplug event reaches it first. The pipe's own evidence is only
+                        // the fallback, for a manager already gone; failing twice is a no-op.
+                        await self?.reportNoDevice(id, operation: operation)
+                        pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: operation)), label: label))
+                    }
+                })
+        } catch {
+            if error.code.disconnectReason != nil { reportNoDevice(id, operation: error.operation ?? "open") }
+            throw error
+        }
+
+        // Back on the actor: the connection may have ended, or the manager shut down, meanwhile.
+        guard !isShutDown, connectedAddress(of: id) != nil else {
+            await prepared.undo()
+            throw isShutDown
+                ? AccessoryError(.sessionClosed, "the accessory manager has shut down", operation: operation)
+                : AccessoryError(.notFound, "accessory \(label) (connection \(id)) is not connected", operation: operation)
+        }
+        let session = AccessorySession(
+            name: sessionName, accessory: accessory, protocolName: protocolName, options: options, interface: prepared.interface,
+            inEndpoint: prepared.inEndpoint.address, outEndpoint: prepared.outEndpoint.address,
+            maxPacketSize: max(prepared.outEndpoint.packetSize, 1), manager: self, device: prepared.device,
+            detachedDriver: prepared.detachedDriver, pipe: prepared.pipe, logger: configuration.logger)
+        sessions[key] = session
+        prepared.pipe.startInput()
+        configuration.logger.debug(
+            "opened \(session): \(protocolName) on accessory \(label), interface \(prepared.interface), endpoints \(hexByte(prepared.outEndpoint.address)) and \(hexByte(prepared.inEndpoint.address))")
+        return session
+    }
+
+    /// A device opened and an interface claimed for a session, not yet registered.
+    struct PreparedSession: Sendable {
+        var device: any USBDeviceConnection
+        var interface: UInt8
+        var inEndpoint: USBEndpoint
+        var outEndpoint: USBEndpoint
+        var detachedDriver: Bool
+        var pipe: DataPlane
+
+        /// Gives everything back: the transfers, the interface, a detached kernel driver.
+        func undo() async {
+            await pipe.close()
+            pipe.releaseTransfers()
+            try? device.releaseInterface(interface)
+            if detachedDriver { try? device.attachKernelDriver(interface: interface) }
+        }
+    }
+
+    /// The device I/O of opening a session, off the actor: open the node, find the
+    /// protocol's interface (reading interface names from the device when sysfs lacks them),
+    /// detach a kernel driver if asked, claim, select the alternate setting, and build the
+    /// data plane. Undoes what it did when a step fails.
+    private static func prepareSession(
+        host: any USBHost, bus: Int, address: Int, info: USBDeviceInfo, protocolName: String,
+        options: AccessorySession.Options, table: ProtocolTable, clock: any Clock<Duration>, logger: Logger,
+        label: String, sessionName: String, onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
+    ) async throws(AccessoryError) -> PreparedSession {
+        let operation = "open session"
+        var info = info
         var device: (any USBDeviceConnection)?
         func openDevice() throws(AccessoryError) -> any USBDeviceConnection {
             if let device { return device }
             do {
-                let opened = try self.openDevice(accessory.connectionID)
+                let opened = try host.open(bus: bus, address: address, vendor: info.descriptor.vendor, product: info.descriptor.product)
                 device = opened
                 return opened
             } catch {
@@ -55,7 +135,6 @@ extension AccessoryManager {
         }
 
         // The protocol picks the interface: sysfs's strings first, the device's own if needed.
-        let table = configuration.protocolTable
         var interface = table.interface(for: protocolName, in: info)
         if interface == nil, info.configuration?.interfaces.contains(where: { $0.isVendorSpecific && $0.nameIndex != 0 && $0.name == nil }) ?? true,
             let named = try openDevice().configurationWithInterfaceNames()
@@ -86,7 +165,7 @@ extension AccessoryManager {
         if options.detachKernelDriver, (try? handle.isKernelDriverActive(interface: number)) == true {
             try handle.detachKernelDriver(interface: number)
             detached = true
-            configuration.logger.debug("detached the kernel driver from interface \(number) of \(label)")
+            logger.debug("detached the kernel driver from interface \(number) of \(label)")
         }
         func undo(releasing: Bool) {
             if releasing { try? handle.releaseInterface(number) }
@@ -96,7 +175,6 @@ extension AccessoryManager {
             try handle.claimInterface(number)
         } catch {
             undo(releasing: false)
-            if error.code.disconnectReason != nil { reportNoDevice(accessory.connectionID, operation: error.operation ?? "claim") }
             guard error.code == .busy else { throw error }
             let driverBound = (try? handle.isKernelDriverActive(interface: number)) == true
             throw AccessoryError(
@@ -106,39 +184,17 @@ extension AccessoryManager {
                     : "interface \(number) of accessory \(label) is claimed by another process",
                 operation: error.operation, rawValue: error.rawValue)
         }
-
-        sessionCounter += 1
-        let sessionName = name ?? "session-\(sessionCounter)"
-        let pipe: DataPlane
         do throws(AccessoryError) {
             if interface.alternate != 0 { try handle.setAlternateSetting(interface.alternate, interface: number) }
-            let id = accessory.connectionID
-            pipe = try Self.makeDataPlane(
+            let pipe = try makeDataPlane(
                 handle, in: inEndpoint, out: outEndpoint, options: options, description: "session '\(sessionName)'",
-                clock: configuration.clock,
-                onNoDevice: { [weak self] operation, pipe in
-                    Task {
-                        // The manager ends the pipe (``endSessions(of:reason:)``) with the
-                        // reason its own notification carries, whichever of this report and
-                        // a hotplug event reaches it first. The pipe's own evidence is only
-                        // the fallback, for a manager already gone; failing twice is a no-op.
-                        await self?.reportNoDevice(id, operation: operation)
-                        pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: operation)), label: label))
-                    }
-                })
+                clock: clock, onNoDevice: onNoDevice)
+            return PreparedSession(
+                device: handle, interface: number, inEndpoint: inEndpoint, outEndpoint: outEndpoint, detachedDriver: detached, pipe: pipe)
         } catch {
             undo(releasing: true)
             throw error
         }
-        let session = AccessorySession(
-            name: sessionName, accessory: accessory, protocolName: protocolName, options: options, interface: number,
-            inEndpoint: inEndpoint.address, outEndpoint: outEndpoint.address, maxPacketSize: max(outEndpoint.packetSize, 1),
-            manager: self, device: handle, detachedDriver: detached, pipe: pipe, logger: configuration.logger)
-        sessions[key] = session
-        pipe.startInput()
-        configuration.logger.debug(
-            "opened \(session): \(protocolName) on accessory \(label), interface \(number), endpoints \(hexByte(outEndpoint.address)) and \(hexByte(inEndpoint.address))")
-        return session
     }
 
     /// Runs `body` with a session open, and closes the session afterwards however `body`
