@@ -13,7 +13,7 @@ final class FakeUptime: Sendable {
     }
 }
 
-@Suite("AccessoryManager over a fake sysfs and fake hotplug notices")
+@Suite("AccessoryManager over a fake sysfs and fake hotplug notices, in manual time")
 struct ManagerTests {
     let sysfs: FakeSysfs
     let backend: FakeHost
@@ -46,7 +46,7 @@ struct ManagerTests {
         #expect(accessories.allSatisfy { $0.protocolStrings == ["org.example.loopback"] })
         #expect(accessories[0].connectionID < accessories[1].connectionID)
         #expect(accessories[0].physicalIdentity == .serialNumber(vendor: 0x1209, product: 0x0001, serial: "SN1"))
-        #expect(await log.wait { $0.count == 2 })
+        #expect(await log.settled { $0.count == 2 })
         #expect(await log.connected == accessories)
 
         let info = try #require(await m.deviceInfo(for: accessories[0].connectionID))
@@ -60,19 +60,19 @@ struct ManagerTests {
         let m = try await manager()
         let log = await EventLog.recording(m)
         try sysfs.add(port: "1-3", bus: 1, address: 7, vendor: 0x1209, product: 0x0001, serial: "SN3\n")
-        backend.send(.arrived, bus: 1, address: 7, port: "1-3", vendor: 0x1209, product: 0x0001)
-        #expect(await log.wait { $0.count == 1 })
+        await backend.send(.arrived, bus: 1, address: 7, port: "1-3", vendor: 0x1209, product: 0x0001)
+        #expect(await log.settled { $0.count == 1 })
         let first = try #require(await log.connected.first)
         #expect(first.descriptor.serial == "SN3" && first.descriptor.port == "1-3")
 
         try sysfs.remove(port: "1-3")
-        backend.send(.left, bus: 1, address: 7, port: "1-3", vendor: 0x1209, product: 0x0001)
-        #expect(await log.wait { $0.count == 2 })
+        await backend.send(.left, bus: 1, address: 7, port: "1-3", vendor: 0x1209, product: 0x0001)
+        #expect(await log.settled { $0.count == 2 })
         #expect(await log.events.last == .disconnected(first, .unplugged))
 
         try sysfs.add(port: "1-3", bus: 1, address: 8, vendor: 0x1209, product: 0x0001, serial: "SN3\n")
-        backend.send(.arrived, bus: 1, address: 8, port: "1-3", vendor: 0x1209, product: 0x0001)
-        #expect(await log.wait { $0.count == 3 })
+        await backend.send(.arrived, bus: 1, address: 8, port: "1-3", vendor: 0x1209, product: 0x0001)
+        #expect(await log.settled { $0.count == 3 })
         let second = try #require(await log.connected.last)
         #expect(second.connectionID > first.connectionID)
         #expect(second.physicalIdentity == first.physicalIdentity)
@@ -86,11 +86,11 @@ struct ManagerTests {
         try sysfs.add(port: "1-1", bus: 1, address: 9, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         let m = try await manager()
         let log = await EventLog.recording(m)
-        #expect(await log.wait { $0.count == 1 })
+        #expect(await log.settled { $0.count == 1 })
         let live = try #require(await log.connected.first)
-        backend.send(.arrived, bus: 1, address: 8, port: "1-1", vendor: 0x1209, product: 0x0001)
-        backend.send(.left, bus: 1, address: 8, port: "1-1", vendor: 0x1209, product: 0x0001)
-        try await Task.sleep(for: .milliseconds(100))
+        await backend.send(.arrived, bus: 1, address: 8, port: "1-1", vendor: 0x1209, product: 0x0001)
+        await backend.send(.left, bus: 1, address: 8, port: "1-1", vendor: 0x1209, product: 0x0001)
+        await backend.advance(m, by: .milliseconds(100))
         // Nothing happened to the live instance: no eviction as "replaced", no new ID.
         #expect(await log.events == [.connected(live)])
         #expect(await m.connectedAccessories == [live])
@@ -104,17 +104,17 @@ struct ManagerTests {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         let m = try await manager()
         let log = await EventLog.recording(m)
-        #expect(await log.wait { $0.count == 1 })
+        #expect(await log.settled { $0.count == 1 })
         let gone = try #require(await log.connected.first)
-        backend.send(.left, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
-        #expect(await log.wait { $0.count == 2 })
+        await backend.send(.left, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
+        #expect(await log.settled { $0.count == 2 })
         #expect(await m.refresh().events.isEmpty, "the dying instance was admitted again")
         try sysfs.remove(port: "1-1")
         #expect(await m.refresh().events.isEmpty)
         // The same device back under a new address is a new connection, as ever.
         try sysfs.add(port: "1-1", bus: 1, address: 6, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         #expect(await m.refresh().events.map(\.accessory.descriptor.address) == [6])
-        #expect(await log.wait { $0.count == 3 })
+        #expect(await log.settled { $0.count == 3 })
         #expect(await log.events.prefix(2) == [.connected(gone), .disconnected(gone, .unplugged)])
         await m.shutdown()
         checkInvariants(await log.events)
@@ -125,13 +125,15 @@ struct ManagerTests {
         let m = try await manager()
         let log = await EventLog.recording(m)
         // A duplicated add of a known device, and a remove of a device nobody saw arrive.
-        backend.send(.arrived, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
-        backend.send(.left, bus: 1, address: 9, port: "1-4", vendor: 0x1209, product: 0x0003)
+        await backend.send(.arrived, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
+        await backend.send(.left, bus: 1, address: 9, port: "1-4", vendor: 0x1209, product: 0x0003)
         // A device whose add was lost.
         try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")
-        backend.send(.left, bus: 1, address: 10, port: "1-5", vendor: 0x1209, product: 0x0003)
-        #expect(await log.wait { $0.count == 2 })
-        try await Task.sleep(for: .milliseconds(50))
+        await backend.send(.left, bus: 1, address: 10, port: "1-5", vendor: 0x1209, product: 0x0003)
+        #expect(await m.connectedAccessories.count == 1, "nothing reconciles before the debounce")
+        await backend.advance(m, by: .milliseconds(5))
+        #expect(await log.settled { $0.count == 2 })
+        await backend.advance(m, by: .milliseconds(50))
         #expect(await m.connectedAccessories.map(\.descriptor.serial) == ["SN1", "SN2"])
         await m.shutdown()
         checkInvariants(await log.events)
@@ -143,7 +145,12 @@ struct ManagerTests {
         let log = await EventLog.recording(m)
         let ghost = try #require(await m.connectedAccessories.first)
         try sysfs.remove(port: "1-1")
-        #expect(await log.wait { $0.count == 2 })
+        await backend.advance(m, by: .milliseconds(99))
+        #expect(await m.connectedAccessories == [ghost], "nothing is due before the interval")
+        await backend.advance(m, by: .milliseconds(1))   // the periodic reconcile asks for confirmation…
+        #expect(await m.connectedAccessories == [ghost])
+        await backend.advance(m, by: .milliseconds(20))  // …and evicts after it
+        #expect(await log.settled { $0.count == 2 })
         #expect(await log.events.last == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
         await m.shutdown()
     }
@@ -155,7 +162,8 @@ struct ManagerTests {
         let ghost = try #require(await m.connectedAccessories.first)
         try sysfs.remove(port: "1-1")
         try sysfs.add(port: "1-1", bus: 1, address: 9, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
-        try #require(await log.wait { $0.count == 3 })
+        await backend.advance(m, by: .milliseconds(200))
+        try #require(await log.settled { $0.count == 3 })
         let events = await log.events
         #expect(events[1] == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
         guard case .connected(let live) = events[2] else { Issue.record("expected a connect, got \(events[2])"); return }
@@ -172,7 +180,7 @@ struct ManagerTests {
         try sysfs.remove(port: "1-1")
         await m.reportNoDevice(ghost.connectionID, operation: "bulk OUT 0x01")
         #expect(await m.connectedAccessories.isEmpty)
-        #expect(await log.wait { $0.count == 2 })
+        #expect(await log.settled { $0.count == 2 })
         #expect(await log.events.last == .disconnected(ghost, .ghostEvicted(.noDevice(operation: "bulk OUT 0x01"))))
         await m.shutdown()
     }
@@ -194,7 +202,8 @@ struct ManagerTests {
         let log = await EventLog.recording(m)
         try sysfs.remove(port: "1-1")
         uptime.advance(awake: .milliseconds(50), asleep: .seconds(3600))
-        #expect(await log.wait { $0.count == 2 })
+        await backend.advance(m, by: .zero)  // the periodic tick, due now, finds the sleep
+        #expect(await log.settled { $0.count == 2 })
         #expect(SystemUptime(monotonic: .seconds(2), boot: .seconds(10)).sleptSince(
             SystemUptime(monotonic: .seconds(1), boot: .seconds(1))) == .seconds(8))
         await m.shutdown()
@@ -212,7 +221,7 @@ struct ManagerTests {
         let log = await EventLog.recording(m, includingCurrent: false)
         try sysfs.remove(port: "1-1")
         _ = await m.refresh()
-        try await Task.sleep(for: .milliseconds(20))
+        await backend.advance(m, by: .milliseconds(20))
         #expect(await log.events.isEmpty)
         await m.shutdown()
     }

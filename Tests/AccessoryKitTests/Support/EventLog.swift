@@ -27,6 +27,17 @@ actor EventLog {
     /// Waits until the stream has finished (after the manager's shutdown).
     func finished() async { await task?.value }
 
+    /// Lets the recording task catch up (yielding, never sleeping), then tells whether
+    /// `predicate` holds: for managers whose events are already sent when the test's call
+    /// returns (a host that drives time).
+    func settled(_ predicate: ([AccessoryEvent]) -> Bool) async -> Bool {
+        for _ in 0..<1000 {
+            if predicate(events) { return true }
+            await Task.yield()
+        }
+        return predicate(events)
+    }
+
     /// Polls until `predicate` holds on the log, or `timeout` passes.
     /// - Returns: whether it held.
     @discardableResult

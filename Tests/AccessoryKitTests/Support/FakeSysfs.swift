@@ -76,16 +76,22 @@ final class FakeSysfs: Sendable {
     }
 }
 
-/// A host over a fake sysfs tree, whose hotplug notices the test sends and whose uptime the
-/// test sets.
+/// A host over a fake sysfs tree, whose hotplug notices the test sends and whose clocks the
+/// test moves. It drives time (``drivesTime``): the manager's reconciles run only when the
+/// test advances the clock, so the manager tests never sleep.
 final class FakeHost: USBHost {
-    let notices: AsyncStream<HotplugNotice>
-    private let continuation: AsyncStream<HotplugNotice>.Continuation
-    private let state: Mutex<(scanner: SysfsScanner, clocks: FakeUptime)>
+    private struct State {
+        var scanner: SysfsScanner
+        var clocks = FakeUptime()
+        var continuation: AsyncStream<HotplugNotice>.Continuation?
+        var pending = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Locked<State>
 
     init(sysfsRoot: String) {
-        (notices, continuation) = AsyncStream.makeStream(of: HotplugNotice.self, bufferingPolicy: .unbounded)
-        state = Mutex((SysfsScanner(root: sysfsRoot, includeHubs: true), FakeUptime()))
+        state = Locked(State(scanner: SysfsScanner(root: sysfsRoot, includeHubs: true)))
     }
 
     /// Sets what the next manager started on this host uses.
@@ -97,6 +103,7 @@ final class FakeHost: USBHost {
     }
 
     private var scanner: SysfsScanner { state.withLock { $0.scanner } }
+    private var clocks: FakeUptime { state.withLock { $0.clocks } }
 
     var version: String? { "fake" }
 
@@ -104,27 +111,71 @@ final class FakeHost: USBHost {
 
     func device(named port: String) -> USBDeviceInfo? { scanner.device(named: port) }
 
-    func uptime() -> SystemUptime { state.withLock { $0.clocks }.now() }
+    func uptime() -> SystemUptime { clocks.now() }
 
-    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? { notices }
+    var drivesTime: Bool { true }
 
-    func stopMonitoring() { continuation.finish() }
+    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? {
+        let (stream, continuation) = AsyncStream.makeStream(of: HotplugNotice.self, bufferingPolicy: .unbounded)
+        state.withLock { $0.continuation = continuation }
+        return stream
+    }
 
-    func didHandle(_ notice: HotplugNotice) {}
+    func stopMonitoring() {
+        let (continuation, waiters) = state.withLock { s in
+            defer { s = State(scanner: s.scanner, clocks: s.clocks) }
+            return (s.continuation, s.waiters)
+        }
+        continuation?.finish()
+        for w in waiters { w.resume() }
+    }
 
-    var drivesTime: Bool { false }
+    func didHandle(_ notice: HotplugNotice) {
+        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { s in
+            s.pending = max(s.pending - 1, 0)
+            guard s.pending == 0 else { return [] }
+            defer { s.waiters.removeAll() }
+            return s.waiters
+        }
+        for w in waiters { w.resume() }
+    }
 
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
         throw AccessoryError(.notFound, "the fake host opens nothing")
     }
 
-    func send(_ kind: HotplugNotice.Kind, bus: Int, address: Int, port: String, vendor: UInt16, product: UInt16) {
+    /// Sends a notice, and returns once the manager has handled it.
+    func send(_ kind: HotplugNotice.Kind, bus: Int, address: Int, port: String, vendor: UInt16, product: UInt16) async {
         let ports = port.split(separator: "-").last!.split(separator: ".").map { UInt8($0)! }
         let device = USBDeviceDescriptor(
             bcdUSB: 0x0200, deviceClass: 0, deviceSubclass: 0, deviceProtocol: 0, maxPacketSize0: 64, vendor: vendor,
             product: product, bcdDevice: 0x0100, manufacturerIndex: 1, productIndex: 2, serialNumberIndex: 3,
             configurationCount: 1)
-        continuation.yield(HotplugNotice(
-            kind: kind, device: USBDeviceRecord(bus: bus, address: address, portNumbers: ports, device: device)))
+        let sent = state.withLock { s in
+            guard let c = s.continuation else { return false }
+            s.pending += 1
+            c.yield(HotplugNotice(kind: kind, device: USBDeviceRecord(bus: bus, address: address, portNumbers: ports, device: device)))
+            return true
+        }
+        guard sent else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { s in
+                if s.pending == 0 { return true }
+                s.waiters.append(c)
+                return false
+            }
+            if idle { c.resume() }
+        }
+    }
+
+    /// Moves the clocks on by `duration` (awake), running the manager's due reconciles and
+    /// ticks on the way, in time order.
+    func advance(_ manager: AccessoryManager, by duration: Duration) async {
+        let target = uptime().monotonic + duration
+        while let due = await manager.nextDeadline, due <= target {
+            clocks.advance(awake: max(due - uptime().monotonic, .zero))
+            await manager.runDue(until: due)
+        }
+        clocks.advance(awake: max(target - uptime().monotonic, .zero))
     }
 }
