@@ -6,7 +6,7 @@ import Testing
 
 /// A settable uptime source, to fake a system sleep.
 final class FakeUptime: Sendable {
-    private let value = Mutex(SystemUptime(monotonic: .seconds(100), boot: .seconds(100)))
+    private let value = Locked(SystemUptime(monotonic: .seconds(100), boot: .seconds(100)))
     func now() -> SystemUptime { value.withLock { $0 } }
     func advance(awake: Duration, asleep: Duration = .zero) {
         value.withLock { $0 = SystemUptime(monotonic: $0.monotonic + awake, boot: $0.boot + awake + asleep) }
