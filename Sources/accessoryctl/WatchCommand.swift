@@ -9,7 +9,8 @@ struct WatchCommand: AsyncParsableCommand {
         abstract: "Print a line for every accessory connected now, then every connect and disconnect, with reasons.",
         discussion: """
             Runs until Ctrl-C or SIGTERM, then shuts the manager down (each accessory is reported \
-            disconnected with reason shutdown) and exits 0. Output is flushed line by line; when \
+            disconnected with reason shutdown) and exits 0, within 3 s even when nobody reads its \
+            output. Output is flushed line by line; when \
             the reader of the pipe goes away, the next write ends the tool quietly.
 
             Examples:
@@ -43,8 +44,17 @@ struct WatchCommand: AsyncParsableCommand {
             }
         }
         for await _ in signals { break }
+        // A reader that stopped reading must not keep the tool alive: the printer may be
+        // blocked in write(2) with a backlog. Shutdown and the last lines get 3 s.
+        let watchdog = DispatchWorkItem {
+            let text = "accessoryctl watch: standard output is not being read; exiting without the lines it did not take\n"
+            _ = text.withCString { write(2, $0, strlen($0)) }
+            _exit(0)
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3, execute: watchdog)
         await manager.shutdown()
         await printer.value
+        watchdog.cancel()
     }
 
     /// The wall-clock time of day, `HH:MM:SS.mmm`.

@@ -8,6 +8,32 @@ import Testing
 struct LiveCLITests {
     static let interval = ["--reconcile-interval", "0.3"]
 
+    @Test("SIGTERM ends watch within 3 s even when nobody reads its output and a storm backs it up")
+    func watchEndsWhenItsReaderIsStuck() throws {
+        let added = try Simulator.plug("1209:00b1:STUCK")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.accessoryctl)
+        process.arguments = ["watch", "--json"] + Self.interval
+        let stuck = Pipe()  // never read: the pipe fills and the printer blocks in write(2)
+        process.standardOutput = stuck
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let words = try Simulator.ctl("storm", added, "1500")
+        let start = Date()
+        kill(process.processIdentifier, SIGTERM)
+        while process.isRunning && Date().timeIntervalSince(start) < 10 { usleep(20_000) }
+        let elapsed = Date().timeIntervalSince(start)
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        #expect(elapsed < 5, "watch took \(elapsed) s to end")
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        try Simulator.ctl("unplug", "\(words[1]):\(words[2])")
+        _ = stuck
+    }
+
     @Test("watch prints present accessories, then plug and unplug, and exits 0 on SIGINT and SIGTERM",
           arguments: [SIGINT, SIGTERM])
     func watchStopsCleanly(signal: Int32) throws {
