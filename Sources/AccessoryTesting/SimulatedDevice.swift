@@ -1,3 +1,5 @@
+import AccessoryCore
+
 /// One attach of a ``SimulatedAccessory``: where it sits now. A re-enumeration
 /// (``SimulatedUSB/replug(_:silently:)``) gives a new `SimulatedDevice` on the same port.
 public struct SimulatedDevice: Sendable, Hashable, CustomStringConvertible {
@@ -16,13 +18,6 @@ public struct SimulatedDevice: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        let hex = { (v: UInt16) in String(v, radix: 16).leftPadded(to: 4) }
-        return "\(hex(accessory.vendor)):\(hex(accessory.product))\(accessory.serial.map { " \($0)" } ?? "") on \(port) (bus \(bus), address \(address))"
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
+        return "\(Hex.four(accessory.vendor)):\(Hex.four(accessory.product))\(accessory.serial.map { " \($0)" } ?? "") on \(port) (bus \(bus), address \(address))"
     }
 }

@@ -27,7 +27,7 @@ final class SimulatedEndpointQueue: EndpointQueue {
         self.endpoint = endpoint
         self.maxPacketSize = maxPacketSize
         self.capacity = capacity
-        self.operation = "bulk \(endpoint & 0x80 != 0 ? "IN" : "OUT") 0x\(String(endpoint, radix: 16).leftPadded(to: 2))"
+        self.operation = bulkOperation(endpoint)
         self.device = connection.node
     }
 

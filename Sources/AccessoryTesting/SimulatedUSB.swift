@@ -36,8 +36,7 @@ public actor SimulatedUSB {
     @discardableResult
     public func plug(_ accessory: SimulatedAccessory, port: String? = nil) async -> SimulatedDevice {
         let device = system.attach(accessory, port: port)
-        system.send(HotplugNotice(kind: .arrived, descriptor: device.info.descriptor))
-        await system.waitUntilHandled()
+        await deliver(HotplugNotice(kind: .arrived, descriptor: device.info.descriptor))
         return Self.simulated(device, accessory)
     }
 
@@ -46,8 +45,7 @@ public actor SimulatedUSB {
     public func unplug(_ device: SimulatedDevice, silently: Bool = false) async {
         guard let gone = system.detach(port: device.port), gone.info.descriptor.address == device.address else { return }
         guard !silently else { return }
-        system.send(HotplugNotice(kind: .left, descriptor: gone.info.descriptor))
-        await system.waitUntilHandled()
+        await deliver(HotplugNotice(kind: .left, descriptor: gone.info.descriptor))
     }
 
     /// Re-enumerates `device`: the same accessory on the same port under the next address.
@@ -57,8 +55,7 @@ public actor SimulatedUSB {
         await unplug(device, silently: silently)
         let fresh = system.attach(device.accessory, port: device.port)
         if !silently {
-            system.send(HotplugNotice(kind: .arrived, descriptor: fresh.info.descriptor))
-            await system.waitUntilHandled()
+            await deliver(HotplugNotice(kind: .arrived, descriptor: fresh.info.descriptor))
         }
         return Self.simulated(fresh, device.accessory)
     }
@@ -72,8 +69,7 @@ public actor SimulatedUSB {
     /// late or reordered uevent, as a storm's backlog brings them. The truth is unchanged.
     public func send(_ event: Event, for device: SimulatedDevice) async {
         let descriptor = SimulatedSystem.info(device.accessory, bus: device.bus, address: device.address, port: device.port).descriptor
-        system.send(HotplugNotice(kind: event == .arrival ? .arrived : .left, descriptor: descriptor))
-        await system.waitUntilHandled()
+        await deliver(HotplugNotice(kind: event == .arrival ? .arrived : .left, descriptor: descriptor))
     }
 
     /// The system sleeps for `duration`: CLOCK_BOOTTIME moves on and CLOCK_MONOTONIC does
@@ -137,8 +133,7 @@ public actor SimulatedUSB {
     /// A trace's `add`: attaches exactly what it describes and delivers the arrival.
     func replayArrival(_ descriptor: AccessoryDescriptor) async {
         system.attach(descriptor)
-        system.send(HotplugNotice(kind: .arrived, descriptor: descriptor))
-        await system.waitUntilHandled()
+        await deliver(HotplugNotice(kind: .arrived, descriptor: descriptor))
     }
 
     /// A trace's `remove`: detaches what it names and delivers exactly that removal.
@@ -148,6 +143,11 @@ public actor SimulatedUSB {
         var notice = HotplugNotice(
             kind: .left, descriptor: known ?? AccessoryDescriptor(bus: removal.bus, address: removal.address, port: removal.port ?? ""))
         notice.removal = removal
+        await deliver(notice)
+    }
+
+    /// Sends a notice to every manager on the simulation and returns once all have handled it.
+    private func deliver(_ notice: HotplugNotice) async {
         system.send(notice)
         await system.waitUntilHandled()
     }

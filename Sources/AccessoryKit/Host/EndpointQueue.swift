@@ -94,3 +94,14 @@ package enum TransferStatus: Hashable, Sendable {
         }
     }
 }
+
+/// An endpoint's name in errors and logs: `bulk IN 0x81`, `bulk OUT 0x01`.
+package func bulkOperation(_ endpoint: UInt8) -> String {
+    "bulk \(endpoint & 0x80 != 0 ? "IN" : "OUT") \(hexByte(endpoint))"
+}
+
+/// `0x81`: a byte as two lowercase hexadecimal digits.
+package func hexByte(_ b: UInt8) -> String {
+    let digits = Array("0123456789abcdef")
+    return "0x" + String(digits[Int(b >> 4)]) + String(digits[Int(b & 0xf)])
+}

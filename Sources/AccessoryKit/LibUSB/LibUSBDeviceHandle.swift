@@ -211,7 +211,7 @@ final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
         let status = libusb_bulk_transfer(
             raw, endpoint, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(clamping: buffer.count),
             &transferred, Self.milliseconds(timeout))
-        try LibUSB.check(status, "bulk \(endpoint & 0x80 != 0 ? "IN" : "OUT") \(hexByte(endpoint))", device: node)
+        try LibUSB.check(status, bulkOperation(endpoint), device: node)
         return Int(transferred)
     }
 
@@ -224,7 +224,3 @@ final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
 }
 
 /// `0x81`-style hexadecimal for endpoint addresses.
-func hexByte(_ b: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return "0x" + String(digits[Int(b >> 4)]) + String(digits[Int(b & 0xf)])
-}

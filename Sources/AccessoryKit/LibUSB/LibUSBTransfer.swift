@@ -48,7 +48,7 @@ final class LibUSBTransfer: @unchecked Sendable {
         self.device = device
         self.endpoint = endpoint
         self.handler = handler
-        self.operation = "bulk \(endpoint & 0x80 != 0 ? "IN" : "OUT") \(hexByte(endpoint))"
+        self.operation = bulkOperation(endpoint)
         device.withUnsafeHandle { transfer.pointee.dev_handle = $0 }
         transfer.pointee.endpoint = endpoint
         transfer.pointee.type = UInt8(LIBUSB_TRANSFER_TYPE_BULK.rawValue)

@@ -34,7 +34,7 @@ final class LibUSBTransferQueue: EndpointQueue, TransferCompletionHandler {
         self.endpoint = endpoint
         self.maxPacketSize = max(maxPacketSize, 1)
         self.capacity = transfers
-        self.operation = "bulk \(endpoint & 0x80 != 0 ? "IN" : "OUT") \(hexByte(endpoint))"
+        self.operation = bulkOperation(endpoint)
         self.device = handle.node.description
         var idle: [LibUSBTransfer] = []
         for _ in 0..<transfers {

@@ -278,7 +278,8 @@ public actor AccessoryManager {
     }
 
     /// Opens the device behind a connection, from libusb's list or, when libusb's cache
-    /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile.
+    /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile. (Sessions
+    /// open theirs off the actor, in `prepareSession`; the hardware tests use this.)
     func openDevice(_ id: ConnectionID) throws(AccessoryError) -> any USBDeviceConnection {
         guard let entry = entries[id], let accessory = registry[id], let address = accessory.descriptor.address else {
             throw AccessoryError(.notFound, "no accessory is connected with connection ID \(id)", operation: "open")
@@ -473,7 +474,7 @@ public actor AccessoryManager {
 
     /// Whether this reconcile must wait for hotplug events first (and so schedules the
     /// confirming look): ``HotplugPolicy/shouldWait(_:absent:waiting:hotplug:)``.
-    private func shouldConfirm(_ trigger: Trigger, _ scan: SysfsScanner.Result) -> Bool {
+    private func shouldConfirm(_ trigger: Trigger, truth: [AccessoryDescriptor]) -> Bool {
         let look: HotplugPolicy.Look
         switch trigger {
         case .debounced, .periodic: look = .routine
@@ -481,7 +482,7 @@ public actor AccessoryManager {
         default: look = .immediate
         }
         let wait = policy.shouldWait(
-            look, absent: HotplugPolicy.absentEntries(registry, truth: scan.devices.map(\.descriptor)),
+            look, absent: HotplugPolicy.absentEntries(registry, truth: truth),
             waiting: pendingDeadline != nil, hotplug: isHotplugAvailable)
         if wait { scheduleReconcile(.confirm) }
         return wait
@@ -513,8 +514,9 @@ public actor AccessoryManager {
         var scan = host.scan()
         if trigger == .initial, let note = scan.note { logger.notice("\(note)") }
         scan.devices = policy.withoutGone(scan.devices, descriptor: \.descriptor)
-        if shouldConfirm(trigger, scan) { return Reconciler.Report.none }
-        var report = Reconciler().reconcile(&registry, against: scan.devices.map(\.descriptor))
+        let truth = scan.devices.map(\.descriptor)
+        if shouldConfirm(trigger, truth: truth) { return Reconciler.Report.none }
+        var report = Reconciler().reconcile(&registry, against: truth)
         if !monitorTaps.isEmpty { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
         if let (id, operation) = noDevice {
             // Say what was seen: the session's operation found the device gone.
