@@ -13,19 +13,19 @@ struct ListCommand: ParsableCommand {
 
             Examples:
               accessoryctl list
-              accessoryctl list --all --json | jq '.[] | select(.vendor == "1209")'
+              accessoryctl list --include-hubs --json | jq '.[] | select(.vendor == "1209")'
             """)
 
     @Flag(help: "Print one JSON array: the trace format's device fields plus connectionID, manufacturer, name and protocols.")
     var json = false
 
-    @Flag(help: "Include hubs (root hubs too).")
-    var all = false
+    @Flag(help: "Include hubs (root hubs too), as the library's includeHubs does.")
+    var includeHubs = false
 
     func run() throws {
         OutputStream.ignoreSigpipe()
         let root = ProcessInfo.processInfo.environment["ACCESSORYKIT_SYSFS_ROOT"] ?? SysfsScanner.defaultRoot
-        let result = SysfsScanner(root: root, includeHubs: all).scan()
+        let result = SysfsScanner(root: root, includeHubs: includeHubs).scan()
         if let n = result.note { note("note: \(n)") }
         let infos = result.devices.sorted { ($0.descriptor.bus, $0.descriptor.address ?? 0) < ($1.descriptor.bus, $1.descriptor.address ?? 0) }
         var registry = ConnectionRegistry()

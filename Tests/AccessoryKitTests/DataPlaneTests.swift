@@ -83,7 +83,7 @@ struct DataPlaneTests {
 
     @Test func zeroLengthPacketsAreBoundedWhenNobodyReads() async {
         let device = MemoryLoopback(transfers: 4)
-        let plane = Self.plane(device, options: .init(bufferedItemLimit: 32))
+        let plane = Self.plane(device, options: .init(readBufferItemLimit: 32))
         plane.startInput()
         for _ in 0..<10_000 {
             guard device.input.pending > 0 else { break }

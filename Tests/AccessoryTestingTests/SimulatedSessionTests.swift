@@ -177,4 +177,34 @@ struct SimulatedSessionTimingTests {
         }
         #expect(received.withLock { $0.count } == 100_000)
     }
+
+    @Test("withSession has typed throws: a body that throws only AccessoryError makes the call throw AccessoryError")
+    func withSessionTypedThrows() async throws {
+        let usb = SimulatedUSB()
+        await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            // The open fails (no such protocol). `do throws(AccessoryError)` compiles only
+            // because the call has typed throws.
+            do throws(AccessoryError) {
+                try await manager.withSession(to: accessory, protocol: "com.example.absent") { (_) throws(AccessoryError) -> Void in }
+                Issue.record("a session opened for a protocol the accessory lacks")
+            } catch {
+                let typed: AccessoryError = error
+                #expect(typed.code == .protocolNotSupported)
+            }
+            // The body's own AccessoryError comes through as it is.
+            do throws(AccessoryError) {
+                try await manager.withSession(to: accessory, protocol: SimulatedSessionTests.loopback) {
+                    (session) throws(AccessoryError) -> Void in
+                    try await session.write([1])
+                    throw AccessoryError(.stall, "the body's own error")
+                }
+                Issue.record("the body's error was lost")
+            } catch {
+                let typed: AccessoryError = error
+                #expect(typed.code == .stall && typed.message == "the body's own error")
+            }
+        }
+    }
 }

@@ -201,22 +201,52 @@ extension AccessoryManager {
     /// ends (returns, throws or is cancelled). When `body` returns, what it wrote is flushed
     /// first (a failure to send it is thrown). The close is not cancellable.
     ///
-    /// See ``openSession(to:protocol:name:options:)`` for the parameters and errors.
+    /// This form has typed throws: it is chosen when `body` throws only ``AccessoryError``
+    /// (a closure annotated `{ (session) throws(AccessoryError) in … }`) or nothing. See
+    /// ``openSession(to:protocol:name:options:)`` for the parameters and errors.
+    public func withSession<R: Sendable>(
+        to accessory: Accessory, protocol protocolName: String, name: String? = nil,
+        options: AccessorySession.Options = .init(), isolation: isolated (any Actor)? = #isolation,
+        _ body: (AccessorySession) async throws(AccessoryError) -> R
+    ) async throws(AccessoryError) -> R {
+        try await withOpenSession(to: accessory, protocol: protocolName, name: name, options: options, body, failure: { $0 })
+    }
+
+    /// Runs `body` with a session open, as the typed form above does, for a `body` that can
+    /// throw any error; `body`'s own errors are rethrown as they are.
     public func withSession<R: Sendable>(
         to accessory: Accessory, protocol protocolName: String, name: String? = nil,
         options: AccessorySession.Options = .init(), isolation: isolated (any Actor)? = #isolation,
         _ body: (AccessorySession) async throws -> R
     ) async throws -> R {
-        let session = try await openSession(to: accessory, protocol: protocolName, name: name, options: options)
+        try await withOpenSession(to: accessory, protocol: protocolName, name: name, options: options, body, failure: { $0 })
+    }
+
+    /// The two `withSession` forms: `failure` lifts the session's own errors (open, flush)
+    /// into `body`'s error type.
+    private func withOpenSession<R: Sendable, Failure: Error>(
+        to accessory: Accessory, protocol protocolName: String, name: String?, options: AccessorySession.Options,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (AccessorySession) async throws(Failure) -> R, failure: (AccessoryError) -> Failure
+    ) async throws(Failure) -> R {
+        let session: AccessorySession
+        do { session = try await openSession(to: accessory, protocol: protocolName, name: name, options: options) } catch {
+            throw failure(error)
+        }
         let result: R
         do {
             result = try await body(session)
+        } catch {
+            await session.close()
+            throw error
+        }
+        do {
             // Writes return once queued: what `body` wrote reaches the accessory before the
             // session closes, or its failure is thrown.
             try await session.flush()
         } catch {
             await session.close()
-            throw error
+            throw failure(error)
         }
         await session.close()
         return result

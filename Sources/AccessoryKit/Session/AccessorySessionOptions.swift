@@ -1,5 +1,6 @@
 extension AccessorySession {
-    /// How a session moves data. The defaults suit a high-speed bulk accessory.
+    /// How a session moves data. The defaults suit a high-speed bulk accessory. Each
+    /// setting has one name, prefixed `read` or `write` where it concerns one direction.
     public struct Options: Sendable, Hashable {
         /// Bulk IN transfers kept in flight.
         public var readsInFlight: Int
@@ -11,10 +12,10 @@ extension AccessorySession {
         /// Unread input bytes after which no new IN transfer is submitted (back-pressure).
         /// Up to `readsInFlight × transferSize` more may still arrive from transfers already
         /// in flight.
-        public var bufferCapacity: Int
+        public var readBufferCapacity: Int
         /// Unread input chunks at most, counting the IN transfers in flight, so that
         /// zero-length or tiny packets cannot pile up while nobody reads.
-        public var bufferedItemLimit: Int
+        public var readBufferItemLimit: Int
         /// Bytes a write may leave queued before it waits (back-pressure); `write` returns
         /// once its bytes are queued, and ``AccessorySession/flush()`` waits until they are
         /// sent. At least one transfer.
@@ -37,15 +38,15 @@ extension AccessorySession {
 
         public init(
             readsInFlight: Int = 4, writesInFlight: Int = 4, transferSize: Int = 64 * 1024,
-            bufferCapacity: Int = 1 << 20, sendsZeroLengthPacket: Bool = false,
-            readTimeout: Duration? = nil, writeTimeout: Duration? = nil, detachKernelDriver: Bool = false,
-            bufferedItemLimit: Int = 1024, writeBufferCapacity: Int = 1 << 20
+            readBufferCapacity: Int = 1 << 20, readBufferItemLimit: Int = 1024, writeBufferCapacity: Int = 1 << 20,
+            sendsZeroLengthPacket: Bool = false, readTimeout: Duration? = nil, writeTimeout: Duration? = nil,
+            detachKernelDriver: Bool = false
         ) {
             self.readsInFlight = readsInFlight
             self.writesInFlight = writesInFlight
             self.transferSize = transferSize
-            self.bufferCapacity = bufferCapacity
-            self.bufferedItemLimit = bufferedItemLimit
+            self.readBufferCapacity = readBufferCapacity
+            self.readBufferItemLimit = readBufferItemLimit
             self.writeBufferCapacity = writeBufferCapacity
             self.sendsZeroLengthPacket = sendsZeroLengthPacket
             self.readTimeout = readTimeout

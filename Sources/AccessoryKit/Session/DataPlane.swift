@@ -35,7 +35,7 @@ final class DataPlane: Sendable {
         init(options: AccessorySession.Options, inPacketSize: Int, outPacketSize: Int, sessionDescription: String) {
             self.input = InputStateMachine.Configuration(
                 maxPacketSize: inPacketSize, transferSize: options.transferSize, transfersInFlight: options.readsInFlight,
-                bufferCapacity: options.bufferCapacity, bufferedItemLimit: options.bufferedItemLimit)
+                bufferCapacity: options.readBufferCapacity, bufferedItemLimit: options.readBufferItemLimit)
             self.output = OutputStateMachine.Configuration(
                 maxPacketSize: outPacketSize, transferSize: options.transferSize, transfersInFlight: options.writesInFlight,
                 bufferCapacity: options.writeBufferCapacity, sendsZeroLengthPacket: options.sendsZeroLengthPacket)
