@@ -6,8 +6,9 @@ import Synchronization
 /// An opened simulated device. Its endpoints are ``SimulatedEndpointQueue``s whose transfers
 /// a serial event queue completes, as libusb's event thread does: each OUT transfer goes to
 /// the accessory's ``SimulatedResponder``, whose answers wait on the matching IN endpoint
-/// until the host asks for them. When the device is unplugged, every pending transfer ends
-/// with NO_DEVICE and every later call throws that the device is gone.
+/// until the host asks for them. When the device is unplugged, the pending transfers end as
+/// the kernel ends them (OUT with NO_DEVICE, IN with a transfer error, as ESHUTDOWN and
+/// EPROTO), and every later call throws that the device is gone (NO_DEVICE).
 final class SimulatedDeviceConnection: USBDeviceConnection {
     let node: String
     private let responder: SimulatedResponder
@@ -23,6 +24,8 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
 
     private struct State {
         var gone = false
+        /// How IN transfers pending when the device went end.
+        var inGone = TransferStatus.noDevice
         var claimed: Set<UInt8> = []
         var halted: Set<UInt8> = []
         /// What the accessory has sent on each IN endpoint that the host has not read yet.
@@ -43,7 +46,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         self.responder = accessory.responder
         self.configuration = device.info.configuration
         self.node = "bus \(device.info.descriptor.bus) address \(address)"
-        guard system.watch(instance: device.instance, { [weak self] in self?.deviceGone() }) else {
+        guard system.watch(instance: device.instance, { [weak self] inStatus in self?.deviceGone(inStatus: inStatus) }) else {
             throw goneError("open")
         }
     }
@@ -117,9 +120,14 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
 
     // MARK: The event queue
 
-    /// The device left: every transfer pending now or later ends with NO_DEVICE.
-    private func deviceGone() {
-        state.withLock { $0.gone = true }
+    /// The device left: every transfer pending now ends (IN ones with `inStatus`), and every
+    /// later call fails with NO_DEVICE.
+    private func deviceGone(inStatus: TransferStatus) {
+        state.withLock { s in
+            guard !s.gone else { return }
+            s.gone = true
+            s.inGone = inStatus
+        }
         schedulePump()
     }
 
@@ -150,7 +158,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     /// endpoint halted; `nil` when it goes on.
     private func endsEarly(_ transfer: SimulatedEndpointQueue.Transfer, on endpoint: UInt8, gone: Bool) -> TransferStatus? {
         if transfer.cancelled { return .cancelled }
-        if gone { return .noDevice }
+        if gone { return endpoint & 0x80 != 0 ? state.withLock { $0.inGone } : .noDevice }
         if state.withLock({ $0.halted.contains(endpoint) }) { return .stall }
         return nil
     }

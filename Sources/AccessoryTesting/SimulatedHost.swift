@@ -37,7 +37,7 @@ final class SimulatedHost: USBHost {
 
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
         guard let device = system.device(bus: bus, address: address), device.info.descriptor.vendor == vendor,
-            device.info.descriptor.product == product
+            device.info.descriptor.product == product, system.hasNode(instance: device.instance)
         else {
             throw AccessoryError(
                 .accessoryDisconnected(.ghostEvicted(.noDevice(operation: "open"))),

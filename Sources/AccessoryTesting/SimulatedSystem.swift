@@ -37,20 +37,24 @@ final class SimulatedSystem: Sendable {
         var sleepers: [Sleeper] = []
         /// Sleepers cancelled before they were registered.
         var cancelled: Set<UInt64> = []
-        /// Told when their device instance leaves the truth (open connections).
-        var watchers: [UInt64: [@Sendable () -> Void]] = [:]
+        /// Told when their device instance leaves the truth (open connections), with how IN
+        /// transfers pending then end.
+        var watchers: [UInt64: [@Sendable (TransferStatus) -> Void]] = [:]
+        /// Instances whose device node is gone although sysfs lists them.
+        var withoutNode: Set<UInt64> = []
         /// Claimed interfaces, by device instance.
         var claims: [UInt64: Set<UInt8>] = [:]
 
         /// Removes the devices that match, and hands back the watchers of those instances.
-        mutating func remove(where match: (Device) -> Bool) -> (removed: [Device], watchers: [@Sendable () -> Void]) {
+        mutating func remove(where match: (Device) -> Bool) -> (removed: [Device], watchers: [@Sendable (TransferStatus) -> Void]) {
             let removed = devices.filter(match)
             guard !removed.isEmpty else { return ([], []) }
             devices.removeAll(where: match)
-            var told: [@Sendable () -> Void] = []
+            var told: [@Sendable (TransferStatus) -> Void] = []
             for d in removed {
                 told += watchers.removeValue(forKey: d.instance) ?? []
                 claims[d.instance] = nil
+                withoutNode.remove(d.instance)
             }
             return (removed, told)
         }
@@ -141,7 +145,7 @@ final class SimulatedSystem: Sendable {
             s.devices.append(device)
             return (device, watchers)
         }
-        for w in watchers { w() }
+        for w in watchers { w(.noDevice) }
         return device
     }
 
@@ -154,14 +158,14 @@ final class SimulatedSystem: Sendable {
             s.devices.append(Device(info: USBDeviceInfo(descriptor: descriptor, deviceClass: 0), accessory: nil, instance: s.nextID))
             return watchers
         }
-        for w in watchers { w() }
+        for w in watchers { w(.noDevice) }
     }
 
     /// Detaches the device at `port`; returns it.
     @discardableResult
     func detach(port: String) -> Device? {
         let (removed, watchers) = state.withLock { s in s.remove { $0.info.descriptor.port == port } }
-        for w in watchers { w() }
+        for w in watchers { w(.noDevice) }
         return removed.first
     }
 
@@ -176,7 +180,7 @@ final class SimulatedSystem: Sendable {
                 return x.port == removal.port
             }
         }
-        for w in watchers { w() }
+        for w in watchers { w(.noDevice) }
     }
 
     /// Replaces the whole truth with a trace's snapshot.
@@ -189,16 +193,32 @@ final class SimulatedSystem: Sendable {
             }
             return watchers
         }
-        for w in watchers { w() }
+        for w in watchers { w(.noDevice) }
     }
 
     // MARK: Open connections
 
+    /// Ends the open connections of an instance that stays in the truth for now: the first
+    /// step of the kernel's unplug (their pending IN transfers end with `inStatus`), or its
+    /// device node going away (then later opens fail too).
+    func endConnections(instance: UInt64, inStatus: TransferStatus, removingNode: Bool = false) {
+        let watchers = state.withLock { s in
+            if removingNode { s.withoutNode.insert(instance) }
+            return s.watchers.removeValue(forKey: instance) ?? []
+        }
+        for w in watchers { w(inStatus) }
+    }
+
+    /// Whether the instance's device node is there (it is, unless ``endConnections(instance:inStatus:removingNode:)`` took it).
+    func hasNode(instance: UInt64) -> Bool {
+        state.withLock { !$0.withoutNode.contains(instance) }
+    }
+
     /// Registers `gone` to be called once the instance leaves the truth; `false` when it is
-    /// not there now.
-    func watch(instance: UInt64, _ gone: @escaping @Sendable () -> Void) -> Bool {
+    /// not there now or has no device node.
+    func watch(instance: UInt64, _ gone: @escaping @Sendable (TransferStatus) -> Void) -> Bool {
         state.withLock { s in
-            guard s.devices.contains(where: { $0.instance == instance }) else { return false }
+            guard s.devices.contains(where: { $0.instance == instance }), !s.withoutNode.contains(instance) else { return false }
             s.watchers[instance, default: []].append(gone)
             return true
         }

@@ -40,12 +40,31 @@ public actor SimulatedUSB {
         return Self.simulated(device, accessory)
     }
 
-    /// Detaches `device`. `silently` sends no hotplug event, as when the monitor loses it: the
-    /// managers find out at their next reconcile that sees the truth.
-    public func unplug(_ device: SimulatedDevice, silently: Bool = false) async {
-        guard let gone = system.detach(port: device.port), gone.info.descriptor.address == device.address else { return }
+    /// Detaches `device` in the kernel's order: transfers in flight fail first (OUT with
+    /// NO_DEVICE, IN with a transfer error, as ESHUTDOWN and EPROTO), then the device leaves
+    /// the truth (sysfs), and the hotplug removal reaches the managers `leftEventDelay` later
+    /// (udevd relays it; real systems take tens to hundreds of milliseconds). A nonzero delay
+    /// moves the virtual clock on by that much, running what falls due meanwhile, as
+    /// ``advance(by:)`` does. `silently` sends no hotplug event, as when the monitor loses it:
+    /// the managers find out at their next reconcile that sees the truth.
+    public func unplug(_ device: SimulatedDevice, silently: Bool = false, leftEventDelay: Duration = .zero) async {
+        guard let present = system.device(named: device.port), present.info.descriptor.address == device.address else { return }
+        system.endConnections(instance: present.instance, inStatus: .error)
+        // Let the sessions see their failed transfers (and tell their managers) first.
+        await settle()
+        guard let gone = system.detach(port: device.port), gone.instance == present.instance else { return }
+        if leftEventDelay > .zero { await advance(by: leftEventDelay) }
         guard !silently else { return }
         await deliver(HotplugNotice(kind: .left, descriptor: gone.info.descriptor))
+    }
+
+    /// Removes `device`'s device node while the truth (sysfs) still lists it, as in a
+    /// container given a stale `--device`: transfers in flight end with NO_DEVICE and opening
+    /// it fails with NO_DEVICE, yet the device is there. A manager must not evict it.
+    public func removeDeviceNode(of device: SimulatedDevice) async {
+        guard let present = system.device(named: device.port), present.info.descriptor.address == device.address else { return }
+        system.endConnections(instance: present.instance, inStatus: .noDevice, removingNode: true)
+        await settle()
     }
 
     /// Re-enumerates `device`: the same accessory on the same port under the next address.

@@ -27,6 +27,10 @@ struct ListCommand: ParsableCommand {
         let root = ProcessInfo.processInfo.environment["ACCESSORYKIT_SYSFS_ROOT"] ?? SysfsScanner.defaultRoot
         let result = SysfsScanner(root: root, includeHubs: includeHubs).scan()
         if let n = result.note { note("note: \(n)") }
+        if let failure = result.failure {
+            note("accessoryctl: error: sysfs could not be read, so no list is given: \(failure)")
+            throw ExitCode(1)
+        }
         let infos = result.devices.sorted { ($0.descriptor.bus, $0.descriptor.address ?? 0) < ($1.descriptor.bus, $1.descriptor.address ?? 0) }
         var registry = ConnectionRegistry()
         let accessories = infos.map { registry.admit($0.descriptor) }

@@ -17,46 +17,95 @@ struct HotplugPolicyTests {
         #expect(!some.isVisible(Self.d(5, protocols: ["b"]), isHub: false) && !some.isVisible(Self.d(5), isHub: false))
     }
 
-    @Test("An instance marked gone is absent while the truth lists it, and forgotten once it does not")
+    static let t0 = Duration.seconds(100)
+
+    @Test("An instance marked gone is absent while the truth lists it, forgotten once it does not, and for at most deadMarkLifetime")
     func goneInstances() {
         var policy = HotplugPolicy()
-        policy.markGone(Self.d(5))
-        let r1 = policy.withoutGone([Self.d(5), Self.d(6, port: "1-2")], descriptor: { $0 })
+        policy.markGone(Self.d(5), at: Self.t0)
+        let r1 = policy.withoutGone([Self.d(5), Self.d(6, port: "1-2")], at: Self.t0, descriptor: { $0 })
         #expect(r1 == [Self.d(6, port: "1-2")])
         #expect(policy.deadInstances.count == 1, "still listed: the mark stays")
-        let r2 = policy.withoutGone([Self.d(7)], descriptor: { $0 })
+        let r2 = policy.withoutGone([Self.d(7)], at: Self.t0, descriptor: { $0 })
         #expect(r2 == [Self.d(7)], "a new instance at the port is not the dead one")
         #expect(policy.deadInstances.isEmpty, "no longer listed: forgotten")
-        policy.markGone(Self.d(5))
+        policy.markGone(Self.d(5), at: Self.t0)
         policy.forgetGone()
-        let r3 = policy.withoutGone([Self.d(5)], descriptor: { $0 })
+        let r3 = policy.withoutGone([Self.d(5)], at: Self.t0, descriptor: { $0 })
         #expect(r3 == [Self.d(5)])
+        // A mark expires: a false LEFT cannot hide a live instance for good.
+        policy.markGone(Self.d(5), at: Self.t0)
+        let r4 = policy.withoutGone([Self.d(5)], at: Self.t0 + policy.deadMarkLifetime - .milliseconds(1), descriptor: { $0 })
+        #expect(r4.isEmpty)
+        let r5 = policy.withoutGone([Self.d(5)], at: Self.t0 + policy.deadMarkLifetime, descriptor: { $0 })
+        #expect(r5 == [Self.d(5)], "the mark has expired")
+        #expect(policy.deadInstances.isEmpty)
     }
 
-    @Test("A routine look that finds entries missing waits; a confirming look waits again only for entries missing since, at most three times")
-    func confirmation() {
+    static func registry(_ descriptors: [AccessoryDescriptor]) -> (ConnectionRegistry, [ConnectionID]) {
+        var registry = ConnectionRegistry()
+        let ids = descriptors.map { registry.admit($0).connectionID }
+        return (registry, ids)
+    }
+
+    @Test("An entry the truth lacks waits leftEventWindow from the first look that missed it, then is evicted; without patience at once")
+    func absentEntriesWait() {
         var policy = HotplugPolicy()
-        let a: Set<ConnectionID> = [ConnectionID(rawValue: 1)]
-        let ab: Set<ConnectionID> = [ConnectionID(rawValue: 1), ConnectionID(rawValue: 2)]
-        let r4 = policy.shouldWait(.routine, absent: [], waiting: false, hotplug: true)
-        #expect(!r4)
-        let r5 = policy.shouldWait(.routine, absent: a, waiting: false, hotplug: false)
-        #expect(!r5, "without hotplug nothing waits")
-        let r6 = policy.shouldWait(.routine, absent: a, waiting: false, hotplug: true)
-        #expect(r6)
-        let r7 = policy.shouldWait(.confirming, absent: a, waiting: false, hotplug: true)
-        #expect(!r7, "nothing new: evict now")
-        let r8 = policy.shouldWait(.routine, absent: a, waiting: false, hotplug: true)
-        #expect(r8)
-        var waits = 0
-        var absent = a
-        for n in 2...6 {
-            absent.insert(ConnectionID(rawValue: UInt64(n)))
-            if policy.shouldWait(.confirming, absent: absent, waiting: false, hotplug: true) { waits += 1 }
-        }
-        #expect(waits == 3)
-        let r9 = policy.shouldWait(.immediate, absent: ab, waiting: false, hotplug: true)
-        #expect(!r9)
+        let (registry, ids) = Self.registry([Self.d(5), Self.d(6, port: "1-2")])
+        let truth = [Self.d(6, port: "1-2")]
+        let j1 = policy.judge(registry, truth: truth, at: Self.t0, patient: true)
+        #expect(j1.waiting == [ids[0]] && j1.evict.isEmpty)
+        #expect(j1.lookAgainAt == Self.t0 + policy.leftEventWindow)
+        // Looks within the window keep it waiting, counted from the first look.
+        let j2 = policy.judge(registry, truth: truth, at: Self.t0 + .milliseconds(249), patient: true)
+        #expect(j2.waiting == [ids[0]] && j2.lookAgainAt == Self.t0 + policy.leftEventWindow)
+        let j3 = policy.judge(registry, truth: truth, at: Self.t0 + .milliseconds(250), patient: true)
+        #expect(j3.waiting.isEmpty && j3.evict.keys.sorted() == [ids[0]] && j3.evict[ids[0]]! == nil)
+        // Listed again before the window ends: the wait is over.
+        var back = HotplugPolicy()
+        _ = back.judge(registry, truth: truth, at: Self.t0, patient: true)
+        let j4 = back.judge(registry, truth: [Self.d(5), Self.d(6, port: "1-2")], at: Self.t0 + .milliseconds(10), patient: true)
+        #expect(j4.waiting.isEmpty && j4.evict.isEmpty && j4.lookAgainAt == nil)
+        let j5 = back.judge(registry, truth: truth, at: Self.t0 + .milliseconds(20), patient: true)
+        #expect(j5.lookAgainAt == Self.t0 + .milliseconds(20) + back.leftEventWindow, "a new absence waits the whole window again")
+        var impatient = HotplugPolicy()
+        let j6 = impatient.judge(registry, truth: truth, at: Self.t0, patient: false)
+        #expect(j6.waiting.isEmpty && j6.evict.keys.sorted() == [ids[0]])
+    }
+
+    @Test("NO_DEVICE makes an entry suspect: evicted with the operation once the truth lacks it; a false alarm while the truth lists it")
+    func noDeviceSuspects() {
+        var policy = HotplugPolicy()
+        let (registry, ids) = Self.registry([Self.d(5), Self.d(6, port: "1-2")])
+        let all = [Self.d(5), Self.d(6, port: "1-2")]
+        policy.suspect(ids[0], operation: "bulk OUT 0x01", at: Self.t0)
+        policy.suspect(ids[1], operation: "bulk IN 0x81", at: Self.t0)
+        // Both still listed: nothing is evicted, a look is due when the wait ends.
+        let j1 = policy.judge(registry, truth: all, at: Self.t0 + .milliseconds(10), patient: true)
+        #expect(j1.evict.isEmpty && j1.waiting.isEmpty && j1.falseAlarms.isEmpty)
+        #expect(j1.lookAgainAt == Self.t0 + policy.leftEventWindow)
+        // The first leaves sysfs: it waits for its LEFT event from then on.
+        let truth = [Self.d(6, port: "1-2")]
+        let j2 = policy.judge(registry, truth: truth, at: Self.t0 + .milliseconds(100), patient: true)
+        #expect(j2.waiting == [ids[0]])
+        // The second is still listed after the whole wait: a false alarm, and it stays.
+        let j3 = policy.judge(registry, truth: truth, at: Self.t0 + .milliseconds(300), patient: true)
+        #expect(j3.falseAlarms == [ids[1]: "bulk IN 0x81"] && j3.evict.isEmpty)
+        // The first, with no LEFT event, is a ghost whose evidence names the operation.
+        let j4 = policy.judge(registry, truth: truth, at: Self.t0 + .milliseconds(350), patient: true)
+        #expect(j4.evict.keys.sorted() == [ids[0]] && j4.evict[ids[0]]! == "bulk OUT 0x01")
+        #expect(j4.falseAlarms.isEmpty, "a false alarm is reported once")
+    }
+
+    @Test("The truth a waiting reconcile uses keeps the waiting entries and defers devices that would take their port or address")
+    func waitingTruth() {
+        let (registry, ids) = Self.registry([Self.d(5), Self.d(6, port: "1-2")])
+        let replug = Self.d(9)  // the same port under a new address
+        let reused = Self.d(5, port: "1-3")  // the waiting entry's address on another port
+        let other = Self.d(7, port: "1-4")
+        let truth = HotplugPolicy.truth([replug, reused, other, Self.d(6, port: "1-2")], keeping: [ids[0]], of: registry)
+        #expect(Set(truth) == [Self.d(5), other, Self.d(6, port: "1-2")])
+        #expect(HotplugPolicy.truth([other], keeping: [], of: registry) == [other])
     }
 
     @Test("Arrivals: the live instance, a stale one behind a re-enumeration, or nothing known")

@@ -16,8 +16,8 @@ struct DataPlaneTests {
         let configuration = DataPlane.Configuration(
             options: options, inPacketSize: device.input.maxPacketSize, outPacketSize: device.output.maxPacketSize,
             sessionDescription: "session 'test'")
-        return DataPlane(input: device.input, output: device.output, configuration: configuration) { operation, _ in
-            gone?.operations.withLock { $0.append(operation) }
+        return DataPlane(input: device.input, output: device.output, configuration: configuration) { sign, _ in
+            gone?.operations.withLock { $0.append(sign.operation) }
         }
     }
 

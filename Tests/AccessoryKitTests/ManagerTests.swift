@@ -147,9 +147,11 @@ struct ManagerTests {
         try sysfs.remove(port: "1-1")
         await backend.advance(m, by: .milliseconds(99))
         #expect(await m.connectedAccessories == [ghost], "nothing is due before the interval")
-        await backend.advance(m, by: .milliseconds(1))   // the periodic reconcile asks for confirmation…
+        await backend.advance(m, by: .milliseconds(1))   // the periodic reconcile finds it missing…
         #expect(await m.connectedAccessories == [ghost])
-        await backend.advance(m, by: .milliseconds(20))  // …and evicts after it
+        await backend.advance(m, by: .milliseconds(249))
+        #expect(await m.connectedAccessories == [ghost], "…and waits 250 ms for its LEFT event…")
+        await backend.advance(m, by: .milliseconds(1))   // …then evicts it
         #expect(await log.settled { $0.count == 2 })
         #expect(await log.events.last == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
         await m.shutdown()
@@ -162,7 +164,9 @@ struct ManagerTests {
         let ghost = try #require(await m.connectedAccessories.first)
         try sysfs.remove(port: "1-1")
         try sysfs.add(port: "1-1", bus: 1, address: 9, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
-        await backend.advance(m, by: .milliseconds(200))
+        await backend.advance(m, by: .milliseconds(100))
+        #expect(await m.connectedAccessories == [ghost], "the live device waits while the ghost waits for its LEFT event")
+        await backend.advance(m, by: .milliseconds(250))
         try #require(await log.settled { $0.count == 3 })
         let events = await log.events
         #expect(events[1] == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
@@ -172,13 +176,17 @@ struct ManagerTests {
         await m.shutdown()
     }
 
-    @Test func reportNoDeviceReconcilesAtOnce() async throws {
+    @Test func reportNoDeviceSuspectsThenConfirms() async throws {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         let m = try await manager()
         let log = await EventLog.recording(m)
         let ghost = try #require(await m.connectedAccessories.first)
         try sysfs.remove(port: "1-1")
         await m.reportNoDevice(ghost.connectionID, operation: "bulk OUT 0x01")
+        #expect(await m.connectedAccessories == [ghost], "NO_DEVICE alone evicts nothing")
+        await backend.advance(m, by: .milliseconds(5 + 249))  // the debounce, then the wait
+        #expect(await m.connectedAccessories == [ghost], "sysfs lacks it, and its LEFT event may still come")
+        await backend.advance(m, by: .milliseconds(1))
         #expect(await m.connectedAccessories.isEmpty)
         #expect(await log.settled { $0.count == 2 })
         #expect(await log.events.last == .disconnected(ghost, .ghostEvicted(.noDevice(operation: "bulk OUT 0x01"))))

@@ -134,7 +134,7 @@ struct OutputStateMachineTests {
         _ = m.write(1, Self.bytes(512)[...])
         _ = m.write(2, Self.bytes(4096)[...])
         let gone = m.completed(.noDevice, length: 0, operation: "bulk OUT 0x01", device: "d")
-        #expect(gone.deviceGone == "bulk OUT 0x01")
+        #expect(gone.deviceGone?.operation == "bulk OUT 0x01")
         #expect(gone.resumptions.isEmpty)
         let verdict = m.finish(AccessoryError(.accessoryDisconnected(.unplugged), "unplugged"))
         #expect(verdict.resumptions.map(\.id) == [2])

@@ -55,7 +55,7 @@ struct ManagerPolicyTests {
         }
     }
 
-    @Test("An operation's NO_DEVICE evicts the instance at once, naming the operation")
+    @Test("An operation's NO_DEVICE with no LEFT event: a ghost naming the operation, once sysfs lacks it for the whole wait")
     func reportNoDevice() async throws {
         let usb = SimulatedUSB()
         let device = await usb.plug(Self.sn1)
@@ -64,7 +64,60 @@ struct ManagerPolicyTests {
             var events = await manager.events(includingCurrent: false).makeAsyncIterator()
             await usb.unplug(device, silently: true)
             await manager.reportNoDevice(a.connectionID, operation: "bulk OUT 0x01")
+            #expect(await manager.connectedAccessories == [a], "NO_DEVICE only makes it suspect")
+            // The debounced look (20 ms) finds it missing; it waits 250 ms from then.
+            await usb.advance(by: .milliseconds(269))
+            #expect(await manager.connectedAccessories == [a])
+            await usb.advance(by: .milliseconds(1))
             #expect(await events.next() == .disconnected(a, .ghostEvicted(.noDevice(operation: "bulk OUT 0x01"))))
+        }
+    }
+
+    @Test("NO_DEVICE first, sysfs next, the LEFT event up to 250 ms later (the kernel's order): unplugged, for every delay")
+    func kernelOrderIsUnplugged() async throws {
+        for delay in [0, 1, 20, 40, 100, 200, 249] {
+            let usb = SimulatedUSB()
+            let device = await usb.plug(Self.sn1)
+            try await withAccessoryManager(usb: usb) { manager in
+                let a = try #require(await manager.connectedAccessories.first)
+                var events = await manager.events(includingCurrent: false).makeAsyncIterator()
+                await manager.reportNoDevice(a.connectionID, operation: "bulk OUT 0x01")
+                await usb.unplug(device, leftEventDelay: .milliseconds(delay))
+                #expect(await events.next() == .disconnected(a, .unplugged), "LEFT after \(delay) ms")
+            }
+        }
+    }
+
+    @Test("A LEFT event later than the wait: the ghost eviction comes first, and the late LEFT changes nothing")
+    func lateLeftEvent() async throws {
+        let usb = SimulatedUSB()
+        let device = await usb.plug(Self.sn1)
+        let other = await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0002, serial: "SN2"))
+        try await withAccessoryManager(usb: usb) { manager in
+            let a = try #require(await manager.connectedAccessories.first)
+            var events = await manager.events(includingCurrent: false).makeAsyncIterator()
+            await manager.reportNoDevice(a.connectionID, operation: "bulk OUT 0x01")
+            await usb.unplug(device, leftEventDelay: .milliseconds(400))
+            #expect(await events.next() == .disconnected(a, .ghostEvicted(.noDevice(operation: "bulk OUT 0x01"))))
+            #expect(await manager.connectedAccessories.map(\.descriptor.address) == [other.address], "the other device stays")
+        }
+    }
+
+    @Test("A live instance is never evicted while sysfs lists it: NO_DEVICE from a missing device node is a false alarm")
+    func missingNodeIsNotAGhost() async throws {
+        let usb = SimulatedUSB()
+        let device = await usb.plug(Self.sn1)
+        try await withAccessoryManager(usb: usb) { manager in
+            let a = try #require(await manager.connectedAccessories.first)
+            await usb.removeDeviceNode(of: device)
+            do throws(AccessoryError) {
+                _ = try await manager.openSession(to: a, protocol: "org.example.loopback")
+                Issue.record("a device without its node opened")
+            } catch {
+                #expect(error.code.disconnectReason != nil, "\(error)")
+            }
+            await usb.advance(by: .seconds(10))
+            #expect(await manager.connectedAccessories == [a], "sysfs lists it: it stays, under the same ID")
         }
     }
 }

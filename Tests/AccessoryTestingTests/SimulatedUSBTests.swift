@@ -39,7 +39,7 @@ struct SimulatedUSBTests {
         }
     }
 
-    @Test("A silent unplug is found by the periodic reconcile, as a ghost, only once the interval has passed")
+    @Test("A silent unplug is found by the periodic reconcile, as a ghost, once the interval and the wait for its LEFT event have passed")
     func silentUnplugIsAGhost() async throws {
         let usb = SimulatedUSB()
         let configuration = AccessoryManager.Configuration(reconcileInterval: .seconds(2))
@@ -51,7 +51,11 @@ struct SimulatedUSBTests {
             await usb.unplug(device, silently: true)
             await usb.advance(by: .milliseconds(1800))
             #expect(await manager.connectedAccessories == [a], "nothing is due before the interval")
-            await usb.advance(by: .milliseconds(200))
+            await usb.advance(by: .milliseconds(100))  // 2 s: the periodic reconcile
+            #expect(await manager.connectedAccessories == [a], "the periodic reconcile found it missing: it waits for a LEFT event")
+            await usb.advance(by: .milliseconds(249))
+            #expect(await manager.connectedAccessories == [a])
+            await usb.advance(by: .milliseconds(1))
             #expect(await Self.take(1, from: &events) == [.disconnected(a, .ghostEvicted(.absentFromSnapshot))])
             #expect(await manager.connectedAccessories.isEmpty)
         }
@@ -79,7 +83,7 @@ struct SimulatedUSBTests {
         }
     }
 
-    @Test("A reconcile after a hotplug event waits for the debounce, then for confirmation, before it calls a missing device a ghost")
+    @Test("A reconcile after a hotplug event waits for the debounce, then 250 ms for a LEFT event, before it calls a missing device a ghost")
     func debounceAndConfirmation() async throws {
         let usb = SimulatedUSB()
         let configuration = AccessoryManager.Configuration(reconcileInterval: .seconds(60), debounce: .milliseconds(20))
@@ -91,8 +95,10 @@ struct SimulatedUSBTests {
             _ = await usb.plug(Self.other, port: "1-2")  // an event: a debounced reconcile follows
             let b = try #require(await Self.take(1, from: &events).first?.accessory)
             await usb.advance(by: .milliseconds(20))
-            #expect(await manager.connectedAccessories == [a, b], "the debounced reconcile asks for confirmation first")
-            await usb.advance(by: .milliseconds(40))
+            #expect(await manager.connectedAccessories == [a, b], "the debounced reconcile found it missing: it waits for a LEFT event")
+            await usb.advance(by: .milliseconds(249))
+            #expect(await manager.connectedAccessories == [a, b], "for the whole window")
+            await usb.advance(by: .milliseconds(1))
             #expect(await Self.take(1, from: &events) == [.disconnected(a, .ghostEvicted(.absentFromSnapshot))])
             #expect(await manager.connectedAccessories == [b])
         }

@@ -1,36 +1,42 @@
 /// The manager's judgement between hotplug events and the OS truth, as a value it feeds with
-/// notices and scans: which instances are known gone although the truth still lists them,
-/// whether a reconcile that finds entries missing first waits for their LEFT events, whether
-/// an arrival is stale, and which devices are shown. No clock, no I/O: the manager asks, then
-/// does the waiting and the scanning.
+/// notices, scans and the time: which instances are known gone although the truth still
+/// lists them, how long an entry the truth lacks waits for its LEFT event, what a transfer's
+/// NO_DEVICE means, whether an arrival is stale, and which devices are shown. No clock, no
+/// I/O: the manager passes the time in, then does the waiting and the scanning.
+///
+/// **The kernel's order.** On a real unplug, transfers in flight fail first (NO_DEVICE, or
+/// a transfer error for IN), then sysfs drops the device, and the remove event reaches
+/// libusb only after udevd has relayed it, tens to hundreds of milliseconds later. So:
+/// - an entry that the truth lacks waits ``leftEventWindow`` from the first look that found
+///   it missing before it is evicted as a ghost; its LEFT event within that wait makes it
+///   `unplugged`;
+/// - a transfer's NO_DEVICE only makes an entry *suspect* (``suspect(_:operation:at:)``): it
+///   is evicted only once the truth lacks it, by the same rule, with the operation as the
+///   ghost's evidence. While sysfs lists the same instance it is never evicted; a suspicion
+///   that outlives ``leftEventWindow`` so is a false alarm (a missing device node, say).
 public struct HotplugPolicy: Sendable {
     /// What the manager shows: hubs only when asked, and only accessories that speak one of
     /// `supportedProtocols` when it is set.
     public var includeHubs: Bool
     public var supportedProtocols: Set<String>?
-    /// How many times a confirming look may wait again for entries that went missing since.
-    public var maxConfirmations = 3
+    /// How long after sysfs dropped a device its LEFT event may come and still make the
+    /// disconnect `unplugged` (udevd relays the kernel's remove event late).
+    public var leftEventWindow: Duration = .milliseconds(250)
+    /// How long a LEFT event hides its instance from the truth: the kernel sends the remove
+    /// event before it deletes the sysfs directory. A mark never outlives this, so a false
+    /// or late LEFT cannot hide a live device for good.
+    public var deadMarkLifetime: Duration = .seconds(1)
 
-    /// Instances known gone that the truth may list a moment longer: the kernel sends the
-    /// remove event before it deletes the sysfs directory.
-    public private(set) var deadInstances: [DeviceKey: AccessoryDescriptor] = [:]
-    /// The entries a waiting reconcile found missing, and how often it has waited since.
-    private var suspectedAbsent: Set<ConnectionID> = []
-    private var confirmations = 0
+    /// Instances known gone that the truth may list a moment longer, and when each was marked.
+    public private(set) var deadInstances: [DeviceKey: (descriptor: AccessoryDescriptor, at: Duration)] = [:]
+    /// When a look first found each entry missing from the truth.
+    private var absentSince: [ConnectionID: Duration] = [:]
+    /// Entries a transfer found gone (NO_DEVICE), with the operation and when.
+    public private(set) var suspects: [ConnectionID: (operation: String, since: Duration)] = [:]
 
     public init(includeHubs: Bool = false, supportedProtocols: Set<String>? = nil) {
         self.includeHubs = includeHubs
         self.supportedProtocols = supportedProtocols
-    }
-
-    /// What started a reconcile, as the policy tells them apart.
-    public enum Look: Sendable, Hashable {
-        /// Soon after hotplug events, or the periodic one: it may wait for LEFT events.
-        case routine
-        /// The second look a waiting reconcile asked for.
-        case confirming
-        /// Any other (initial, wake, refresh, an operation's NO_DEVICE): it never waits.
-        case immediate
     }
 
     // MARK: Visibility
@@ -45,24 +51,30 @@ public struct HotplugPolicy: Sendable {
 
     // MARK: Instances known gone
 
-    /// A LEFT event (or an operation) says this instance is gone.
-    public mutating func markGone(_ descriptor: AccessoryDescriptor) {
-        if let key = descriptor.key { deadInstances[key] = descriptor }
+    /// A LEFT event says this instance is gone.
+    public mutating func markGone(_ descriptor: AccessoryDescriptor, at now: Duration) {
+        if let key = descriptor.key { deadInstances[key] = (descriptor, now) }
     }
 
-    /// Forgets every mark: the truth at hand is authoritative (a trace's snapshot).
+    /// Forgets every mark and every wait: the truth at hand is authoritative (a trace's
+    /// snapshot).
     public mutating func forgetGone() {
         deadInstances.removeAll()
+        absentSince.removeAll()
     }
 
-    /// `devices` without the instances known gone. A mark the truth no longer lists is
-    /// forgotten: the instance is gone from the truth too.
-    public mutating func withoutGone<Device>(_ devices: [Device], descriptor: (Device) -> AccessoryDescriptor) -> [Device] {
+    /// `devices` without the instances known gone. A mark the truth no longer lists, or older
+    /// than ``deadMarkLifetime``, is forgotten.
+    public mutating func withoutGone<Device>(
+        _ devices: [Device], at now: Duration, descriptor: (Device) -> AccessoryDescriptor
+    ) -> [Device] {
         guard !deadInstances.isEmpty else { return devices }
-        var stillListed: [DeviceKey: AccessoryDescriptor] = [:]
+        var stillListed: [DeviceKey: (descriptor: AccessoryDescriptor, at: Duration)] = [:]
         let alive = devices.filter { device in
             let d = descriptor(device)
-            guard let key = d.key, let dead = deadInstances[key], dead.isSameInstance(as: d) else { return true }
+            guard let key = d.key, let dead = deadInstances[key], dead.descriptor.isSameInstance(as: d),
+                now - dead.at < deadMarkLifetime
+            else { return true }
             stillListed[key] = dead
             return false
         }
@@ -70,7 +82,71 @@ public struct HotplugPolicy: Sendable {
         return alive
     }
 
-    // MARK: Waiting for LEFT events
+    // MARK: NO_DEVICE
+
+    /// A transfer on this entry returned NO_DEVICE (or an IN transfer's error, as on a real
+    /// unplug). The first report counts; the entry is judged at the next looks.
+    public mutating func suspect(_ id: ConnectionID, operation: String, at now: Duration) {
+        if suspects[id] == nil { suspects[id] = (operation, now) }
+    }
+
+    /// Forgets what is kept about an entry that has left the registry.
+    public mutating func forget(_ id: ConnectionID) {
+        absentSince[id] = nil
+        suspects[id] = nil
+    }
+
+    // MARK: Judging a look
+
+    /// What a look at the truth may do now.
+    public struct Judgement: Sendable {
+        /// Entries the truth lacks that still wait for their LEFT event: keep them this time.
+        public var waiting: Set<ConnectionID> = []
+        /// Entries to evict as ghosts now, with the operation whose NO_DEVICE found them gone
+        /// (`nil`: only the truth's absence says so).
+        public var evict: [ConnectionID: String?] = [:]
+        /// Suspects the truth still lists after the whole wait: the NO_DEVICE was false. Each
+        /// with its operation; the entry stays.
+        public var falseAlarms: [ConnectionID: String] = [:]
+        /// When to look again, if anything waits.
+        public var lookAgainAt: Duration?
+    }
+
+    /// Judges the entries of `registry` against `truth` at `now`.
+    ///
+    /// - Parameter patient: whether entries may wait for LEFT events (hotplug works, and the
+    ///   look is not an authoritative one such as a wake's, where events were lost).
+    public mutating func judge(
+        _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], at now: Duration, patient: Bool
+    ) -> Judgement {
+        var judgement = Judgement()
+        let absent = Self.absentEntries(registry, truth: truth)
+        // Entries listed again (or gone from the registry) stop waiting.
+        absentSince = absentSince.filter { absent.contains($0.key) }
+        func due(_ at: Duration) {
+            judgement.lookAgainAt = min(judgement.lookAgainAt ?? at, at)
+        }
+        for id in absent {
+            let since = absentSince[id] ?? now
+            if patient, now - since < leftEventWindow {
+                absentSince[id] = since
+                judgement.waiting.insert(id)
+                due(since + leftEventWindow)
+            } else {
+                judgement.evict.updateValue(suspects[id]?.operation, forKey: id)
+            }
+        }
+        for (id, suspicion) in suspects where !absent.contains(id) {
+            guard registry[id] != nil else { suspects[id] = nil; continue }
+            if now - suspicion.since < leftEventWindow {
+                due(suspicion.since + leftEventWindow)
+            } else {
+                judgement.falseAlarms[id] = suspicion.operation
+                suspects[id] = nil
+            }
+        }
+        return judgement
+    }
 
     /// The registry entries whose instance the truth lacks.
     public static func absentEntries(_ registry: ConnectionRegistry, truth: [AccessoryDescriptor]) -> Set<ConnectionID> {
@@ -82,35 +158,18 @@ public struct HotplugPolicy: Sendable {
         }.map(\.connectionID))
     }
 
-    /// Whether a reconcile should wait for hotplug events before it evicts: a routine look
-    /// that finds entries missing asks for a confirming look; a confirming look waits once
-    /// more (up to ``maxConfirmations`` times) when entries have gone missing since, so that
-    /// each gets the full wait for its LEFT event. Without hotplug nothing waits.
-    ///
-    /// - Parameter waiting: whether a confirming look is already scheduled.
-    /// - Returns: `true` when the caller must schedule a confirming look and evict nothing now.
-    public mutating func shouldWait(
-        _ look: Look, absent: @autoclosure () -> Set<ConnectionID>, waiting: Bool, hotplug: Bool
-    ) -> Bool {
-        guard hotplug else { return false }
-        switch look {
-        case .routine:
-            let missing = absent()
-            guard !missing.isEmpty else { return false }
-            if !waiting {
-                suspectedAbsent = missing
-                confirmations = 0
-            }
-            return true
-        case .confirming:
-            let fresh = absent().subtracting(suspectedAbsent)
-            guard !fresh.isEmpty, confirmations < maxConfirmations else { return false }
-            suspectedAbsent.formUnion(fresh)
-            confirmations += 1
-            return true
-        case .immediate:
-            return false
-        }
+    /// The truth a reconcile compares the registry with when some entries wait: their own
+    /// descriptors stand in for them, and a device that would take a waiting entry's port or
+    /// address is left for a later look, so that the old connection's disconnect still
+    /// comes before its successor's connect.
+    public static func truth(
+        _ truth: [AccessoryDescriptor], keeping waiting: Set<ConnectionID>, of registry: ConnectionRegistry
+    ) -> [AccessoryDescriptor] {
+        guard !waiting.isEmpty else { return truth }
+        let kept = waiting.compactMap { registry[$0]?.descriptor }
+        let ports = Set(kept.map(\.portKey))
+        let keys = Set(kept.compactMap(\.key))
+        return truth.filter { !ports.contains($0.portKey) && !($0.key.map(keys.contains) ?? false) } + kept
     }
 
     // MARK: Arrivals

@@ -53,6 +53,10 @@ public struct Doctor: Sendable {
         if let note = scan.note {
             findings.append(Finding(severity: .note, subject: "sysfs", message: note))
         }
+        if let failure = scan.failure {
+            findings.append(Finding(severity: .problem, subject: "sysfs", message: failure,
+                                    fix: "check the process's open-file limit (ulimit -n) and that it may read /sys"))
+        }
         let rules = loadRules(into: &findings)
         if scan.devices.isEmpty {
             findings.append(Finding(severity: .note, subject: "accessories", message: "no USB accessories are connected"))

@@ -107,6 +107,9 @@ public actor AccessoryManager {
     /// The judgement calls: instances known gone, waits for LEFT events, stale arrivals,
     /// visibility (see ``HotplugPolicy``).
     private var policy: HotplugPolicy
+    /// The data planes of sessions whose transfers found their device gone, waiting for the
+    /// manager's verdict on their connection.
+    private var suspectPipes: [ConnectionID: [(pipe: DataPlane, sign: DeviceGoneSign, label: String)]] = [:]
 
     /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
     /// devices become the first `.connected` events.
@@ -209,15 +212,31 @@ public actor AccessoryManager {
         return entry.info
     }
 
-    /// Tells the manager that an operation on an accessory returned NO_DEVICE: the kernel
-    /// has let go of that instance. Unless a hotplug event has disconnected it already, the
-    /// manager evicts it at once, as a ghost whose evidence names the operation, even while
-    /// sysfs still lists the dying instance; a session on it ends with that same reason.
+    /// Tells the manager that an operation on an accessory returned NO_DEVICE. On a real
+    /// unplug that comes first, before sysfs drops the device and well before the hotplug
+    /// event, so it only makes the connection suspect: the manager looks at sysfs soon and
+    /// again until ``HotplugPolicy/leftEventWindow`` has passed. A LEFT event meanwhile makes
+    /// the disconnect `unplugged`; sysfs dropping the device with no LEFT event makes it a
+    /// ghost whose evidence names `operation`; sysfs still listing the same instance after
+    /// the wait makes it a false alarm (a missing device node, say), and the connection stays.
     public func reportNoDevice(_ id: ConnectionID, operation: String) {
-        guard !isShutDown, let accessory = registry[id] else { return }
-        logger.debug("\(operation) on connection \(id) returned NO_DEVICE; reconciling")
-        policy.markGone(accessory.descriptor)
-        reconcile(.noDevice, noDevice: (id, operation))
+        guard !isShutDown, registry[id] != nil else { return }
+        logger.debug("\(operation) on connection \(id) returned NO_DEVICE; confirming")
+        policy.suspect(id, operation: operation, at: host.uptime().monotonic)
+        scheduleReconcile(.noDevice)
+    }
+
+    /// A session's transfer found its device (maybe) gone. The manager ends `pipe` once it
+    /// knows: with the connection's disconnect, or with an I/O error when sysfs still lists
+    /// the accessory after the wait.
+    func sessionSawDeviceGone(_ id: ConnectionID, _ sign: DeviceGoneSign, pipe: DataPlane, label: String) {
+        guard !isShutDown, registry[id] != nil else {
+            // Already disconnected (the pipe has its reason) or shutting down.
+            pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label))
+            return
+        }
+        suspectPipes[id, default: []].append((pipe, sign, label))
+        reportNoDevice(id, operation: sign.operation)
     }
 
     /// Stops watching: stops the event thread, deregisters hotplug, sends
@@ -328,7 +347,7 @@ public actor AccessoryManager {
                 port = nil
             }
             apply(.removed(notice.removal ?? DeviceRemoval(bus: device.bus, address: device.address, port: port)))
-            if let leaving, registry[leaving.connectionID] == nil { policy.markGone(leaving.descriptor) }
+            if let leaving, registry[leaving.connectionID] == nil { policy.markGone(leaving.descriptor, at: host.uptime().monotonic) }
         }
         scheduleReconcile()
     }
@@ -378,6 +397,10 @@ public actor AccessoryManager {
                     "connected \(accessory.connectionID): \(accessory.descriptor.vendorProduct) \(accessory.physicalIdentity) on \(accessory.descriptor.port) address \(accessory.descriptor.address.map(String.init) ?? "?")")
             case .disconnected(let accessory, let reason):
                 endSessions(of: accessory.connectionID, reason: reason)
+                policy.forget(accessory.connectionID)
+                if let pipes = suspectPipes.removeValue(forKey: accessory.connectionID) {
+                    for p in pipes { p.pipe.fail(AccessorySession.disconnectedError(reason, label: p.label)) }
+                }
                 guard entries.removeValue(forKey: accessory.connectionID)?.visible == true else { continue }
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
@@ -444,14 +467,21 @@ public actor AccessoryManager {
 
     // MARK: Reconciling
 
-    /// Runs one reconcile soon, after ``Configuration/debounce``, unless one is pending.
-    private func scheduleReconcile(_ trigger: Trigger = .debounced) {
-        guard pendingDeadline == nil, !isShutDown else { return }
-        let delay = trigger == .confirm ? confirmationDelay : configuration.debounce
-        pendingDeadline = (host.uptime().monotonic + delay, trigger)
+    /// Runs one reconcile soon, after ``Configuration/debounce`` (or at `at`), unless one is
+    /// pending that falls due no later.
+    private func scheduleReconcile(_ trigger: Trigger = .debounced, at: Duration? = nil) {
+        guard !isShutDown else { return }
+        let now = host.uptime().monotonic
+        let due = max(at ?? now + configuration.debounce, now)
+        if let pending = pendingDeadline {
+            guard due < pending.at else { return }
+            pendingReconcile?.cancel()
+            pendingReconcile = nil
+        }
+        pendingDeadline = (due, trigger)
         guard !host.drivesTime else { return }
-        pendingReconcile = Task { [weak self, clock = configuration.clock] in
-            try? await clock.sleep(for: delay)
+        pendingReconcile = Task { [weak self, clock = configuration.clock, delay = due - now] in
+            do { try await clock.sleep(for: delay) } catch { return }
             await self?.runPendingReconcile(trigger)
         }
     }
@@ -461,31 +491,6 @@ public actor AccessoryManager {
         pendingDeadline = nil
         guard !isShutDown else { return }
         reconcile(trigger)
-    }
-
-    /// How long a reconcile that found entries gone waits for their hotplug events.
-    ///
-    /// sysfs loses a device a moment before libusb delivers its LEFT event. Evicting at once
-    /// would call a plain unplug a ghost; after this short wait the event has usually been
-    /// handled and the disconnect says `unplugged`. A real ghost is evicted just as surely.
-    private var confirmationDelay: Duration {
-        min(max(configuration.debounce * 2, .milliseconds(20)), .milliseconds(100))
-    }
-
-    /// Whether this reconcile must wait for hotplug events first (and so schedules the
-    /// confirming look): ``HotplugPolicy/shouldWait(_:absent:waiting:hotplug:)``.
-    private func shouldConfirm(_ trigger: Trigger, truth: [AccessoryDescriptor]) -> Bool {
-        let look: HotplugPolicy.Look
-        switch trigger {
-        case .debounced, .periodic: look = .routine
-        case .confirm: look = .confirming
-        default: look = .immediate
-        }
-        let wait = policy.shouldWait(
-            look, absent: HotplugPolicy.absentEntries(registry, truth: truth),
-            waiting: pendingDeadline != nil, hotplug: isHotplugAvailable)
-        if wait { scheduleReconcile(.confirm) }
-        return wait
     }
 
     /// The periodic tick: detects a system sleep, then reconciles.
@@ -508,24 +513,36 @@ public actor AccessoryManager {
     }
 
     /// Compares the registry with a fresh sysfs scan, evicting ghosts and admitting what the
-    /// registry lacks, and notifies subscribers.
+    /// registry lacks, and notifies subscribers. Routine looks let entries the scan lacks
+    /// wait for their LEFT events (``HotplugPolicy/judge(_:truth:at:patient:)``); a scan
+    /// that fails changes nothing.
     @discardableResult
-    private func reconcile(_ trigger: Trigger, noDevice: (ConnectionID, String)? = nil) -> Reconciler.Report {
+    private func reconcile(_ trigger: Trigger) -> Reconciler.Report {
         var scan = host.scan()
+        if let failure = scan.failure {
+            // An unreadable sysfs is not an empty bus: evict nothing, look again later.
+            logger.warning("reconcile (\(trigger.rawValue)) skipped: \(failure)")
+            return .none
+        }
         if trigger == .initial, let note = scan.note { logger.notice("\(note)") }
-        scan.devices = policy.withoutGone(scan.devices, descriptor: \.descriptor)
+        let now = host.uptime().monotonic
+        scan.devices = policy.withoutGone(scan.devices, at: now, descriptor: \.descriptor)
         let truth = scan.devices.map(\.descriptor)
-        if shouldConfirm(trigger, truth: truth) { return Reconciler.Report.none }
-        var report = Reconciler().reconcile(&registry, against: truth)
+        let patient: Bool
+        switch trigger {
+        case .debounced, .periodic, .confirm, .noDevice: patient = isHotplugAvailable
+        case .initial, .wake, .refresh, .snapshot: patient = false
+        }
+        let judgement = policy.judge(registry, truth: truth, at: now, patient: patient)
+        var report = Reconciler().reconcile(
+            &registry, against: HotplugPolicy.truth(truth, keeping: judgement.waiting, of: registry))
         if !monitorTaps.isEmpty { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
-        if let (id, operation) = noDevice {
-            // Say what was seen: the session's operation found the device gone.
-            report.events = report.events.map { event in
-                if case .disconnected(let a, .ghostEvicted(.absentFromSnapshot)) = event, a.connectionID == id {
-                    return .disconnected(a, .ghostEvicted(.noDevice(operation: operation)))
-                }
-                return event
+        // Say what was seen: a session's operation found the device gone.
+        report.events = report.events.map { event in
+            if case .disconnected(let a, .ghostEvicted(.absentFromSnapshot)) = event, let operation = judgement.evict[a.connectionID] ?? nil {
+                return .disconnected(a, .ghostEvicted(.noDevice(operation: operation)))
             }
+            return event
         }
         var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
         var byKey: [DeviceKey: USBDeviceInfo] = [:]
@@ -544,10 +561,26 @@ public actor AccessoryManager {
             entry.info = fresh
             entries[accessory.connectionID] = entry
         }
+        for (id, operation) in judgement.falseAlarms { falseAlarm(id, operation: operation) }
+        if let at = judgement.lookAgainAt { scheduleReconcile(.confirm, at: at) }
         if !report.events.isEmpty || trigger != .periodic {
             logger.debug("reconcile (\(trigger.rawValue)): kept \(report.kept), evicted \(report.evicted), admitted \(report.admitted)")
         }
         return report
+    }
+
+    /// A NO_DEVICE that sysfs has not confirmed for the whole wait: the connection stays, and
+    /// the sessions that saw it end with an I/O error that says so.
+    private func falseAlarm(_ id: ConnectionID, operation: String) {
+        let device = registry[id].map { "bus \($0.descriptor.bus) address \($0.descriptor.address.map(String.init) ?? "?")" } ?? "the device"
+        logger.warning(
+            "\(operation) on connection \(id) reported the device gone, but sysfs still lists it (\(device)); keeping the connection. Is its device node missing (a container given a stale --device)?")
+        for p in suspectPipes.removeValue(forKey: id) ?? [] {
+            p.pipe.fail(AccessoryError(
+                .io,
+                "\(p.sign.operation) on accessory \(p.label) returned \(p.sign.seen), but sysfs still lists the accessory (\(device)); its device node may be missing or unusable",
+                operation: p.sign.operation))
+        }
     }
 }
 

@@ -54,14 +54,17 @@ extension AccessoryManager {
                 host: host, bus: info.descriptor.bus, address: address, info: info, protocolName: protocolName,
                 options: options, table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger,
                 label: label, sessionName: sessionName,
-                onNoDevice: { [weak self] operation, pipe in
+                onNoDevice: { [weak self] sign, pipe in
                     Task {
-                        // The manager ends the pipe (``endSessions(of:reason:)``) with the
-                        // reason its own notification carries, whichever of this report and
-                        // a hotplug event reaches it first. The pipe's own evidence is only
-                        // the fallback, for a manager already gone; failing twice is a no-op.
-                        await self?.reportNoDevice(id, operation: operation)
-                        pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: operation)), label: label))
+                        // The manager ends the pipe once it knows: with the reason its own
+                        // disconnect carries (a LEFT event makes it `unplugged`), or with an
+                        // I/O error when sysfs still lists the accessory. The pipe's own
+                        // evidence is only the fallback, for a manager already gone.
+                        guard let self else {
+                            pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label))
+                            return
+                        }
+                        await self.sessionSawDeviceGone(id, sign, pipe: pipe, label: label)
                     }
                 })
         } catch {
@@ -113,7 +116,7 @@ extension AccessoryManager {
     private static func prepareSession(
         host: any USBHost, bus: Int, address: Int, info: USBDeviceInfo, protocolName: String,
         options: AccessorySession.Options, table: ProtocolTable, clock: any Clock<Duration>, logger: Logger,
-        label: String, sessionName: String, onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
+        label: String, sessionName: String, onNoDevice: @escaping @Sendable (DeviceGoneSign, DataPlane) -> Void
     ) async throws(AccessoryError) -> PreparedSession {
         let operation = "open session"
         var info = info
@@ -261,7 +264,7 @@ extension AccessoryManager {
     private static func makeDataPlane(
         _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint,
         options: AccessorySession.Options, description: String, clock: any Clock<Duration>,
-        onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
+        onNoDevice: @escaping @Sendable (DeviceGoneSign, DataPlane) -> Void
     ) throws(AccessoryError) -> DataPlane {
         let configuration = DataPlane.Configuration(
             options: options, inPacketSize: inEndpoint.packetSize, outPacketSize: outEndpoint.packetSize,

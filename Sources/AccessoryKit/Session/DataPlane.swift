@@ -61,9 +61,9 @@ final class DataPlane: Sendable {
     let inQueue: any EndpointQueue
     let outQueue: any EndpointQueue
     let configuration: Configuration
-    /// Told once (outside the lock) which operation found the device gone; it must end the
-    /// data plane with ``fail(_:)``.
-    private let onNoDevice: @Sendable (String, DataPlane) -> Void
+    /// Told once (outside the lock) which operation found the device (maybe) gone; it must
+    /// end the data plane with ``fail(_:)`` once it knows whether the device is gone.
+    private let onNoDevice: @Sendable (DeviceGoneSign, DataPlane) -> Void
     private let state: Locked<State>
 
     /// A queue operation a machine decided.
@@ -105,7 +105,7 @@ final class DataPlane: Sendable {
         var writes: [(WriteContinuation, WriteResult)] = []
         var drains: [CheckedContinuation<Void, Never>] = []
         var perform = false
-        var gone: String?
+        var gone: DeviceGoneSign?
     }
 
     /// Waits for a timeout: the manager's clock, so that a simulated session's timeouts fall
@@ -115,7 +115,7 @@ final class DataPlane: Sendable {
     init(
         input: any EndpointQueue, output: any EndpointQueue, configuration: Configuration,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        onNoDevice: @escaping @Sendable (String, DataPlane) -> Void
+        onNoDevice: @escaping @Sendable (DeviceGoneSign, DataPlane) -> Void
     ) {
         self.sleep = sleep
         precondition(input.capacity >= configuration.input.transfersInFlight && output.capacity >= configuration.output.transfersInFlight)
@@ -362,7 +362,7 @@ final class DataPlane: Sendable {
         if let (id, result) = a.resumption {
             if let c = s.readers.removeValue(forKey: id) { fx.reads.append((c, result)) } else { s.readResults[id] = result }
         }
-        if let operation = a.deviceGone { gone(operation, &s, &fx) }
+        if let sign = a.deviceGone { gone(sign, &s, &fx) }
     }
 
     private func absorb(_ a: OutputStateMachine.Actions, _ s: inout State, _ fx: inout Effects) {
@@ -371,13 +371,13 @@ final class DataPlane: Sendable {
         for (id, result) in a.resumptions {
             if let c = s.writers.removeValue(forKey: id) { fx.writes.append((c, result)) } else { s.writeResults[id] = result }
         }
-        if let operation = a.deviceGone { gone(operation, &s, &fx) }
+        if let sign = a.deviceGone { gone(sign, &s, &fx) }
     }
 
-    private func gone(_ operation: String, _ s: inout State, _ fx: inout Effects) {
+    private func gone(_ sign: DeviceGoneSign, _ s: inout State, _ fx: inout Effects) {
         guard !s.reportedGone, s.failure == nil, !s.closed else { return }
         s.reportedGone = true
-        fx.gone = operation
+        fx.gone = sign
     }
 
     private func finalize(_ s: inout State, _ fx: inout Effects) {
@@ -396,7 +396,7 @@ final class DataPlane: Sendable {
         for (c, result) in fx.writes { c.resume(returning: result) }
         for c in fx.drains { c.resume() }
         if fx.perform { perform() }
-        if let operation = fx.gone { onNoDevice(operation, self) }
+        if let sign = fx.gone { onNoDevice(sign, self) }
     }
 
     /// Performs pending queue operations in order until none is left.

@@ -44,9 +44,9 @@ struct InputStateMachine: Sendable {
         /// Cancel every transfer in flight (after the submits).
         var cancelAll = false
         var resumption: (id: UInt64, result: ReadResult)?
-        /// A transfer found the device gone: tell the owner, who ends the input with
-        /// ``fail(_:)``.
-        var deviceGone: String?
+        /// A transfer found the device (maybe) gone: tell the owner, who ends the input
+        /// with ``fail(_:)`` once it knows.
+        var deviceGone: DeviceGoneSign?
     }
 
     enum Item: Sendable {
@@ -183,8 +183,9 @@ struct InputStateMachine: Sendable {
         switch status {
         case .completed, .cancelled, .timedOut:
             break
-        case .noDevice:
-            goneAway(operation, &actions)
+        case .noDevice, .error:
+            // NO_DEVICE, or EPROTO as IN transfers get on a real unplug: the owner confirms.
+            goneAway(DeviceGoneSign(operation: operation, status: status), &actions)
         default:
             if let error = status.error(operation: operation, device: device) { endpointFailed(error, &actions) }
         }
@@ -202,7 +203,7 @@ struct InputStateMachine: Sendable {
         b.inFlight = max(b.inFlight - count, 0)
         replace(b)
         if error.code.disconnectReason != nil {
-            goneAway(error.operation ?? "submit", &actions)
+            goneAway(DeviceGoneSign(operation: error.operation ?? "submit"), &actions)
         } else {
             endpointFailed(error, &actions)
         }
@@ -312,11 +313,11 @@ struct InputStateMachine: Sendable {
         }
     }
 
-    private mutating func goneAway(_ operation: String, _ actions: inout Actions) {
+    private mutating func goneAway(_ sign: DeviceGoneSign, _ actions: inout Actions) {
         switch state {
         case .idle(let b), .running(let b), .stopping(let b, _), .clearingStall(let b):
             actions.cancelAll = b.inFlight > 0
-            actions.deviceGone = operation
+            actions.deviceGone = sign
             state = .gone(b)
         case .gone, .failed, .closed:
             break

@@ -49,9 +49,9 @@ struct OutputStateMachine: Sendable {
         var cancelAll = false
         /// Calls to resume.
         var resumptions: [(id: UInt64, result: Result<Void, AccessoryError>)] = []
-        /// A transfer found the device gone: tell the owner, who ends the output with
-        /// ``fail(_:)``.
-        var deviceGone: String?
+        /// A transfer found the device (maybe) gone: tell the owner, who ends the output
+        /// with ``fail(_:)`` once it knows.
+        var deviceGone: DeviceGoneSign?
     }
 
     /// A piece of queued output.
@@ -210,8 +210,8 @@ struct OutputStateMachine: Sendable {
             state = Self.placeholder
             let requested = o.inFlight.removeFirst()
             o.accepted += length
-            if status == .noDevice {
-                goneAway(&o, operation, &actions)
+            if status == .noDevice || status == .error {
+                goneAway(&o, DeviceGoneSign(operation: operation, status: status), &actions)
             } else if status == .completed && length == requested {
                 if paused { admit(&o, &actions, eager: false); state = .paused(o) } else { pump(&o, &actions); state = .sending(o) }
             } else {
@@ -222,8 +222,8 @@ struct OutputStateMachine: Sendable {
         case .stopping(var o, let error):
             o.inFlight.removeFirst()
             o.accepted += length
-            if status == .noDevice {
-                goneAway(&o, operation, &actions)
+            if status == .noDevice || status == .error {
+                goneAway(&o, DeviceGoneSign(operation: operation, status: status), &actions)
             } else {
                 state = .stopping(o, error)
                 settleStop(&actions)
@@ -248,7 +248,7 @@ struct OutputStateMachine: Sendable {
         case .sending(var o), .paused(var o), .stopping(var o, _):
             o.inFlight.removeLast(min(count, o.inFlight.count))
             if error.code.disconnectReason != nil {
-                goneAway(&o, error.operation ?? "submit", &actions)
+                goneAway(&o, DeviceGoneSign(operation: error.operation ?? "submit"), &actions)
             } else if case .stopping(_, let first) = state {
                 state = .stopping(o, first)
                 settleStop(&actions)
@@ -409,12 +409,12 @@ struct OutputStateMachine: Sendable {
         return failure
     }
 
-    private mutating func goneAway(_ o: inout Output, _ operation: String, _ actions: inout Actions) {
+    private mutating func goneAway(_ o: inout Output, _ sign: DeviceGoneSign, _ actions: inout Actions) {
         o.queue.removeAll()
         o.queuedBytes = 0
         for i in o.writers.indices { o.writers[i].rest = [] }
         actions.cancelAll = !o.inFlight.isEmpty
-        actions.deviceGone = operation
+        actions.deviceGone = sign
         state = .gone(o)
     }
 }

@@ -27,40 +27,83 @@ public struct SysfsScanner: Sendable {
     }
 
     /// One scan: the devices, ordered by bus and address, and a note when there is no USB
-    /// subsystem at all (which is not an error).
+    /// subsystem at all (which is not an error), or the failure that made it unusable.
     public struct Result: Sendable, Hashable {
         public var devices: [USBDeviceInfo]
         /// Set when the scan found no USB subsystem; a caller may print it as a one-line note.
         public var note: String?
+        /// Set when sysfs could not be read (too many open files, permission denied, …):
+        /// ``devices`` is then incomplete and must not be taken as the truth.
+        public var failure: String?
 
-        public init(devices: [USBDeviceInfo], note: String? = nil) {
+        public init(devices: [USBDeviceInfo], note: String? = nil, failure: String? = nil) {
             self.devices = devices
             self.note = note
+            self.failure = failure
         }
     }
 
-    /// Scans every device directory under ``root``.
+    /// Scans every device directory under ``root``. A directory that vanishes meanwhile is
+    /// skipped (a device being removed); any other read failure fails the whole scan.
     public func scan() -> Result {
+        errno = 0
         guard let names = SysfsFiles.list(root) else {
-            let why = errno == EACCES ? "cannot be read (permission denied)" : "does not exist"
-            return Result(devices: [], note: "no USB subsystem on this machine: \(root) \(why)")
+            let code = errno
+            if code == ENOENT { return Result(devices: [], note: "no USB subsystem on this machine: \(root) does not exist") }
+            return Result(devices: [], failure: "cannot list \(root): \(Self.describe(code))")
         }
-        let devices = names.lazy
-            .filter { !$0.contains(":") }
-            .compactMap { device(named: $0) }
-            .filter { includeHubs || !$0.isHub }
-            .sorted { ($0.descriptor.bus, $0.descriptor.address ?? 0) < ($1.descriptor.bus, $1.descriptor.address ?? 0) }
+        var devices: [USBDeviceInfo] = []
+        for name in names where !name.contains(":") {
+            switch read(name) {
+            case .success(let info?): if includeHubs || !info.isHub { devices.append(info) }
+            case .success(nil): continue
+            case .failure(let failure): return Result(devices: [], failure: failure.message)
+            }
+        }
+        devices.sort { ($0.descriptor.bus, $0.descriptor.address ?? 0) < ($1.descriptor.bus, $1.descriptor.address ?? 0) }
         return Result(devices: devices)
     }
 
     /// Reads one device directory, such as `1-1.4` or `usb1`, whether or not it is a hub.
-    /// - Returns: `nil` when the directory is missing or has no `busnum` and `devnum`
-    ///   (an interface, or a device that is being removed).
+    /// - Returns: `nil` when the directory is missing, unreadable, or has no `busnum` and
+    ///   `devnum` (an interface, or a device that is being removed).
     public func device(named name: String) -> USBDeviceInfo? {
+        (try? read(name).get()) ?? nil
+    }
+
+    /// Why a device directory could not be read, other than its being gone.
+    struct ReadFailure: Error {
+        var message: String
+    }
+
+    /// Reads one device directory: `nil` when it is gone or not a device, a failure when a
+    /// file that should be there could not be read.
+    func read(_ name: String) -> Swift.Result<USBDeviceInfo?, ReadFailure> {
         let dir = root + "/" + name
-        guard let bus = SysfsFiles.integer(dir + "/busnum", as: Int.self),
-            let address = SysfsFiles.integer(dir + "/devnum", as: Int.self)
-        else { return nil }
+        func number(_ attribute: String) -> Swift.Result<Int?, ReadFailure> {
+            errno = 0
+            if let n = SysfsFiles.integer(dir + "/" + attribute, as: Int.self) { return .success(n) }
+            let code = errno
+            // Gone (a device being removed) or not a device (no such attribute): skip it.
+            if code == 0 || code == ENOENT || code == ENODEV || code == ENOTDIR { return .success(nil) }
+            return .failure(ReadFailure(message: "cannot read \(dir)/\(attribute): \(Self.describe(code))"))
+        }
+        let bus: Int, address: Int
+        switch (number("busnum"), number("devnum")) {
+        case (.failure(let f), _), (_, .failure(let f)): return .failure(f)
+        case (.success(let b?), .success(let a?)): (bus, address) = (b, a)
+        default: return .success(nil)
+        }
+        return .success(device(dir: dir, name: name, bus: bus, address: address))
+    }
+
+    /// `strerror` with the symbolic name, such as `Too many open files (EMFILE)`.
+    static func describe(_ code: Int32) -> String {
+        let names: [Int32: String] = [EMFILE: "EMFILE", ENFILE: "ENFILE", EACCES: "EACCES", EPERM: "EPERM", EIO: "EIO", ENOMEM: "ENOMEM", EISDIR: "EISDIR"]
+        return String(cString: strerror(code)) + (names[code].map { " (\($0))" } ?? " (errno \(code))")
+    }
+
+    private func device(dir: String, name: String, bus: Int, address: Int) -> USBDeviceInfo {
 
         var parsed: USBDescriptors?
         var issues: [USBDescriptorIssue] = []
