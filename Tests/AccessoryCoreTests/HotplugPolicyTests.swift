@@ -40,6 +40,10 @@ struct HotplugPolicyTests {
         let r5 = policy.withoutGone([Self.d(5)], at: Self.t0 + policy.deadMarkLifetime, descriptor: { $0 })
         #expect(r5 == [Self.d(5)], "the mark has expired")
         #expect(policy.deadInstances.isEmpty)
+        // An arrival at the address clears its mark: a new instance is there.
+        policy.markGone(Self.d(5), at: Self.t0)
+        policy.arrived(Self.d(5))
+        #expect(policy.withoutGone([Self.d(5)], at: Self.t0, descriptor: { $0 }) == [Self.d(5)])
     }
 
     static func registry(_ descriptors: [AccessoryDescriptor]) -> (ConnectionRegistry, [ConnectionID]) {
@@ -101,7 +105,7 @@ struct HotplugPolicyTests {
     func waitingTruth() {
         let (registry, ids) = Self.registry([Self.d(5), Self.d(6, port: "1-2")])
         let replug = Self.d(9)  // the same port under a new address
-        let reused = Self.d(5, port: "1-3")  // the waiting entry's address on another port
+        let reused = Self.d(5, port: "1-3", product: 0x0002)  // the waiting entry's address on another port
         let other = Self.d(7, port: "1-4")
         let truth = HotplugPolicy.truth([replug, reused, other, Self.d(6, port: "1-2")], keeping: [ids[0]], of: registry)
         #expect(Set(truth) == [Self.d(5), other, Self.d(6, port: "1-2")])

@@ -69,6 +69,35 @@ struct RegistryTests {
         #expect(!r.isSuspect)
     }
 
+    @Test("A late add after its remove is dropped before anything else: the live instance on the same port stays")
+    func tombstoneBeforePortEviction() {
+        var r = ConnectionRegistry()
+        let live = r.apply(.added(device(9))).events
+        #expect(live.count == 1)
+        // The old instance's remove, then its add, both late (a storm's backlog).
+        let events = run(&r, [removal(5), .added(device(5))])
+        #expect(events.isEmpty, "\(events)")
+        #expect(r.accessories.map(\.descriptor.address) == [9])
+    }
+
+    @Test("Hidden devices take hidden IDs: the shown ones are numbered 1, 2, … whatever else is plugged; a promotion mints the next shown ID")
+    func hiddenIDs() {
+        var r = ConnectionRegistry()
+        let isShown = { (d: AccessoryDescriptor) in d.product != 0x0009 }
+        let hub = r.apply(.added(device(2, port: "1-1", product: 0x0009)), isShown: isShown).events
+        let a = r.apply(.added(device(3, port: "1-2")), isShown: isShown).events
+        #expect(hub.first?.accessory.connectionID.isHidden == true)
+        #expect(a.first?.id == 1)
+        let snapshot = Reconciler().reconcile(
+            &r, against: r.accessories.map(\.descriptor) + [device(4, port: "1-3", product: 0x0009), device(5, port: "1-4")],
+            isShown: isShown)
+        #expect(snapshot.events.filter { !$0.accessory.connectionID.isHidden }.map(\.id) == [2])
+        let promoted = r.promote(hub[0].accessory.connectionID)
+        #expect(promoted?.connectionID.rawValue == 3 && promoted?.descriptor.address == 2)
+        #expect(r.accessory(at: DeviceKey(bus: 1, address: 2))?.connectionID.rawValue == 3)
+        #expect(r.promote(ConnectionID(rawValue: 1)) == nil, "a shown ID is not promoted")
+    }
+
     @Test("Overflow and wake mark the registry suspect until a reconcile")
     func suspicion() {
         var r = ConnectionRegistry()

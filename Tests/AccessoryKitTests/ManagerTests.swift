@@ -234,6 +234,39 @@ struct ManagerTests {
         await m.shutdown()
     }
 
+    @Test func hiddenDevicesTakeNoIDs() async throws {
+        // A hub (hidden) first, then an accessory: the accessory is #1, as `list` says.
+        try sysfs.add(port: "usb1", bus: 1, address: 1, vendor: 0x1d6b, product: 0x0002, deviceClass: 9, interfaceString: nil)
+        try sysfs.add(port: "1-1", bus: 1, address: 2, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager()
+        #expect(await m.connectedAccessories.map(\.connectionID.rawValue) == [1])
+        try sysfs.add(port: "1-2", bus: 1, address: 3, vendor: 0x2109, product: 0x2817, deviceClass: 9, interfaceString: nil)
+        await backend.send(.arrived, bus: 1, address: 3, port: "1-2", vendor: 0x2109, product: 0x2817)
+        try sysfs.add(port: "1-3", bus: 1, address: 4, vendor: 0x1209, product: 0x0002, serial: "SN2\n")
+        await backend.send(.arrived, bus: 1, address: 4, port: "1-3", vendor: 0x1209, product: 0x0002)
+        await backend.advance(m, by: .milliseconds(20))
+        #expect(await m.connectedAccessories.map(\.connectionID.rawValue) == [1, 2], "the second hub took no number")
+        await m.shutdown()
+    }
+
+    @Test func visibilityFollowsRefreshes() async throws {
+        // Supported protocols set: an accessory read before its interfaces exist (before
+        // SET_CONFIGURATION) speaks nothing yet, so it is hidden…
+        let m = try await manager(supported: ["org.example.loopback"])
+        let log = await EventLog.recording(m, includingCurrent: false)
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n", interfaceString: nil)
+        await backend.send(.arrived, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
+        #expect(await m.connectedAccessories.isEmpty)
+        // …until a reconcile sees its interface: then it is announced, as #1.
+        try sysfs.remove(port: "1-1")
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        await backend.advance(m, by: .milliseconds(20))
+        #expect(await log.settled { $0.count == 1 })
+        let shown = await m.connectedAccessories
+        #expect(shown.map(\.connectionID.rawValue) == [1] && shown.first?.protocolStrings == ["org.example.loopback"])
+        await m.shutdown()
+    }
+
     @Test func shutdownDisconnectsEveryoneAndFinishesEveryStream() async throws {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")

@@ -181,8 +181,13 @@ extension HardwareTests {
             let ghost = try await Self.connected(log, at: doomed)
 
             // Before the storm: one accessory leaves and one arrives, neither with a uevent.
+            // The storm starts once the periodic reconcile has had its look and the 250 ms
+            // wait for a LEFT event has passed: within that wait, libusb would report the
+            // storm's removals at DOOMED's reused address as DOOMED's own LEFT (it keys
+            // devices by bus and address), which no host can tell from a late LEFT.
             try plugged.unplug("DOOMED", silent: true)
             let sneaky = try plugged.plug("1209:00b5:SNEAKY", silent: true)
+            try await Task.sleep(for: Self.interval + .milliseconds(400))
             // 8,000 cycles with a seeded mix of lost removes, lost adds, lost pairs and
             // overflows (runs of 8–64 cycles with every uevent dropped).
             let storm = try await Self.lossyStorm(lossy, cycles: 8000, seed: 20261122)

@@ -10,6 +10,13 @@ public struct ConnectionID: RawRepresentable, Hashable, Comparable, Sendable, Cu
     /// No connection (0).
     public static let none = ConnectionID(rawValue: 0)
 
+    /// Where the IDs of devices a manager hides (hubs, unsupported protocols) start: they
+    /// never take a number users see.
+    package static let hiddenBase: UInt64 = 1 << 62
+
+    /// Whether this is the ID of a device the manager hides.
+    package var isHidden: Bool { rawValue >= Self.hiddenBase }
+
     public static func < (lhs: ConnectionID, rhs: ConnectionID) -> Bool { lhs.rawValue < rhs.rawValue }
 
     public var description: String { String(rawValue) }

@@ -25,7 +25,7 @@ public struct HotplugPolicy: Sendable {
     /// How long a LEFT event hides its instance from the truth: the kernel sends the remove
     /// event before it deletes the sysfs directory. A mark never outlives this, so a false
     /// or late LEFT cannot hide a live device for good.
-    public var deadMarkLifetime: Duration = .seconds(1)
+    public var deadMarkLifetime: Duration = .milliseconds(500)
 
     /// Instances known gone that the truth may list a moment longer, and when each was marked.
     public private(set) var deadInstances: [DeviceKey: (descriptor: AccessoryDescriptor, at: Duration)] = [:]
@@ -54,6 +54,13 @@ public struct HotplugPolicy: Sendable {
     /// A LEFT event says this instance is gone.
     public mutating func markGone(_ descriptor: AccessoryDescriptor, at now: Duration) {
         if let key = descriptor.key { deadInstances[key] = (descriptor, now) }
+    }
+
+    /// An ARRIVED event says a new instance holds this address now: a mark on it, left by an
+    /// earlier instance's late LEFT event, must not hide the newcomer (after an address wrap,
+    /// the two can look the same in sysfs).
+    public mutating func arrived(_ descriptor: AccessoryDescriptor) {
+        if let key = descriptor.key { deadInstances[key] = nil }
     }
 
     /// Forgets every mark and every wait: the truth at hand is authoritative (a trace's
@@ -159,9 +166,11 @@ public struct HotplugPolicy: Sendable {
     }
 
     /// The truth a reconcile compares the registry with when some entries wait: their own
-    /// descriptors stand in for them, and a device that would take a waiting entry's port or
-    /// address is left for a later look, so that the old connection's disconnect still
-    /// comes before its successor's connect.
+    /// descriptors stand in for them, and a device that would take a waiting entry's port
+    /// (a quick re-plug) or address (a storm elsewhere wrapping the bus's addresses) is left
+    /// for a later look, so that the old connection's disconnect still comes before its
+    /// successor's connect. (Its ARRIVED event, which libusb delivers after the old one's
+    /// LEFT, admits it earlier, and a new instance's arrival evicts the old as a ghost.)
     public static func truth(
         _ truth: [AccessoryDescriptor], keeping waiting: Set<ConnectionID>, of registry: ConnectionRegistry
     ) -> [AccessoryDescriptor] {

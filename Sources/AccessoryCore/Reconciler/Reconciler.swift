@@ -21,7 +21,12 @@ public struct Reconciler: Sendable {
 
     public init() {}
 
-    public func reconcile(_ registry: inout ConnectionRegistry, against truth: [AccessoryDescriptor]) -> Report {
+    /// - Parameter isShown: whether an admitted device is shown; a hidden one gets a hidden
+    ///   ID (see ``ConnectionRegistry``).
+    public func reconcile(
+        _ registry: inout ConnectionRegistry, against truth: [AccessoryDescriptor],
+        isShown: (AccessoryDescriptor) -> Bool = { _ in true }
+    ) -> Report {
         var report = Report()
         // Index the truth by key and by port; a snapshot listing one instance twice counts once.
         var live: [AccessoryDescriptor] = []
@@ -55,7 +60,7 @@ public struct Reconciler: Sendable {
             if let ev = registry.evict(id, reason: .ghostEvicted(evidence)) { report.events.append(ev) }
         }
         for (i, d) in live.enumerated() where !claimed[i] {
-            report.events.append(.connected(registry.admit(d)))
+            report.events.append(.connected(registry.admit(d, shown: isShown(d))))
         }
         registry.markReconciled()
         return report

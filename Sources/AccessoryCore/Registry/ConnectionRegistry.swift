@@ -4,6 +4,11 @@
 /// Each admission mints a fresh ``ConnectionID``; IDs only ever increase. Bus and address are
 /// lookup keys only: an add whose key is held by a device with another fingerprint, or whose
 /// port is held by another instance, evicts the old entry as a ghost first.
+///
+/// Devices a manager hides (hubs, unsupported protocols) are tracked too, but under IDs of
+/// their own (``ConnectionID/isHidden``), so they never consume the numbers users see: the
+/// same accessories get the same IDs whatever else is plugged in. One that becomes shown
+/// later gets its first shown ID then (``promote(_:)``).
 public struct ConnectionRegistry: Sendable {
     /// Why the registry asks for a reconcile against the OS truth.
     public enum Suspicion: Hashable, Sendable {
@@ -20,6 +25,7 @@ public struct ConnectionRegistry: Sendable {
     }
 
     private var nextID: UInt64 = 1
+    private var nextHiddenID: UInt64 = ConnectionID.hiddenBase
     private var entries: [ConnectionID: Accessory] = [:]
     private var byKey: [DeviceKey: ConnectionID] = [:]
     private var byPort: [PortKey: ConnectionID] = [:]
@@ -56,11 +62,13 @@ public struct ConnectionRegistry: Sendable {
     }
 
     /// Applies one monitor event. A `.snapshot` is reconciled with a default ``Reconciler``.
-    public mutating func apply(_ event: HotplugEvent) -> Update {
+    ///
+    /// - Parameter isShown: whether an added device is shown; a hidden one gets a hidden ID.
+    public mutating func apply(_ event: HotplugEvent, isShown: (AccessoryDescriptor) -> Bool = { _ in true }) -> Update {
         var update = Update()
         switch event {
         case .added(let d):
-            update.events = add(d)
+            update.events = add(d, shown: isShown(d))
         case .removed(let r):
             if let ev = remove(r) {
                 update.events = [ev]
@@ -71,7 +79,7 @@ public struct ConnectionRegistry: Sendable {
                 update.suspicion = .unknownDevice(r)
             }
         case .snapshot(let devices):
-            update.events = Reconciler().reconcile(&self, against: devices).events
+            update.events = Reconciler().reconcile(&self, against: devices, isShown: isShown).events
         case .sleep:
             break
         case .wake:
@@ -84,7 +92,14 @@ public struct ConnectionRegistry: Sendable {
         return update
     }
 
-    private mutating func add(_ d: AccessoryDescriptor) -> [AccessoryEvent] {
+    private mutating func add(_ d: AccessoryDescriptor, shown: Bool) -> [AccessoryEvent] {
+        if d.address != nil, let i = tombstones.firstIndex(where: { $0.address != nil && $0.names(d) }) {
+            // Its removal came first (reordered events): the instance is already gone, and
+            // nothing else may be evicted for it. Only an exact bus and address says so; a
+            // port alone is reused by every re-plug.
+            tombstones.remove(at: i)
+            return []
+        }
         var events: [AccessoryEvent] = []
         if let key = d.key, let id = byKey[key], let old = entries[id] {
             if old.descriptor.isSameInstance(as: d) {
@@ -97,13 +112,7 @@ public struct ConnectionRegistry: Sendable {
         if let id = byPort[d.portKey], entries[id] != nil {
             events.append(evict(id, reason: .ghostEvicted(.portReplaced(by: d)))!)
         }
-        if d.address != nil, let i = tombstones.firstIndex(where: { $0.address != nil && $0.names(d) }) {
-            // Its removal came first (reordered events): the instance is already gone. Only an
-            // exact bus and address says so; a port alone is reused by every re-plug.
-            tombstones.remove(at: i)
-            return events
-        }
-        events.append(.connected(admit(d)))
+        events.append(.connected(admit(d, shown: shown)))
         return events
     }
 
@@ -118,13 +127,33 @@ public struct ConnectionRegistry: Sendable {
         return evict(id, reason: .unplugged)
     }
 
-    /// Registers a new instance under a freshly minted ID.
-    public mutating func admit(_ d: AccessoryDescriptor) -> Accessory {
-        let accessory = Accessory(connectionID: ConnectionID(rawValue: nextID), descriptor: d)
-        nextID += 1
+    /// Registers a new instance under a freshly minted ID (a hidden one when not `shown`).
+    public mutating func admit(_ d: AccessoryDescriptor, shown: Bool = true) -> Accessory {
+        let id: ConnectionID
+        if shown {
+            id = ConnectionID(rawValue: nextID)
+            nextID += 1
+        } else {
+            id = ConnectionID(rawValue: nextHiddenID)
+            nextHiddenID += 1
+        }
+        let accessory = Accessory(connectionID: id, descriptor: d)
         entries[accessory.connectionID] = accessory
         if let key = d.key { byKey[key] = accessory.connectionID }
         byPort[d.portKey] = accessory.connectionID
+        return accessory
+    }
+
+    /// Gives a hidden entry that is to be shown from now on its first shown ID. Nobody has
+    /// seen the hidden ID, so nothing is disconnected.
+    /// - Returns: the entry under its new ID; `nil` if `id` is not a hidden entry.
+    public mutating func promote(_ id: ConnectionID) -> Accessory? {
+        guard id.isHidden, let old = entries.removeValue(forKey: id) else { return nil }
+        let accessory = Accessory(connectionID: ConnectionID(rawValue: nextID), descriptor: old.descriptor)
+        nextID += 1
+        entries[accessory.connectionID] = accessory
+        if let key = old.descriptor.key, byKey[key] == id { byKey[key] = accessory.connectionID }
+        if byPort[old.descriptor.portKey] == id { byPort[old.descriptor.portKey] = accessory.connectionID }
         return accessory
     }
 

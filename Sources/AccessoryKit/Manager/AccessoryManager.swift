@@ -65,7 +65,8 @@ public actor AccessoryManager {
     /// What the manager keeps per registered connection besides the registry entry.
     private struct Entry: Sendable {
         var info: USBDeviceInfo
-        /// Decided once, at connect time: hidden connections are never announced.
+        /// Hidden connections (hidden IDs, see ``ConnectionRegistry``) are not announced
+        /// until a refresh shows they speak a supported protocol after all.
         var visible: Bool
     }
 
@@ -335,6 +336,7 @@ public actor AccessoryManager {
                 if isVisible(info) { tap(.added(info.descriptor)) }
                 break
             }
+            policy.arrived(info.descriptor)
             apply(.added(info.descriptor), arrival: info)
         case .left:
             logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(address)")
@@ -372,7 +374,7 @@ public actor AccessoryManager {
 
     private func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil) {
         if arrival.map(isVisible) ?? true { tap(event) }
-        let update = registry.apply(event)
+        let update = registry.apply(event, isShown: { _ in arrival.map(isVisible) ?? true })
         deliver(update.events, infos: arrival.map { [$0.descriptor: $0] } ?? [:])
         if let suspicion = update.suspicion {
             logger.debug("registry suspects it is out of step (\(suspicion)); reconciling")
@@ -390,7 +392,7 @@ public actor AccessoryManager {
             case .connected(let accessory):
                 let info = infos[accessory.descriptor]
                     ?? USBDeviceInfo(descriptor: accessory.descriptor, deviceClass: 0)
-                let visible = isVisible(info)
+                let visible = !accessory.connectionID.isHidden
                 entries[accessory.connectionID] = Entry(info: info, visible: visible)
                 guard visible else { continue }
                 logger.debug(
@@ -533,9 +535,16 @@ public actor AccessoryManager {
         case .debounced, .periodic, .confirm, .noDevice: patient = isHotplugAvailable
         case .initial, .wake, .refresh, .snapshot: patient = false
         }
+        var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
+        var byKey: [DeviceKey: USBDeviceInfo] = [:]
+        for info in scan.devices {
+            infos[info.descriptor] = info
+            if let key = info.descriptor.key { byKey[key] = info }
+        }
         let judgement = policy.judge(registry, truth: truth, at: now, patient: patient)
         var report = Reconciler().reconcile(
-            &registry, against: HotplugPolicy.truth(truth, keeping: judgement.waiting, of: registry))
+            &registry, against: HotplugPolicy.truth(truth, keeping: judgement.waiting, of: registry),
+            isShown: { d in infos[d].map(isVisible) ?? true })
         if !monitorTaps.isEmpty { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
         // Say what was seen: a session's operation found the device gone.
         report.events = report.events.map { event in
@@ -544,20 +553,22 @@ public actor AccessoryManager {
             }
             return event
         }
-        var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
-        var byKey: [DeviceKey: USBDeviceInfo] = [:]
-        for info in scan.devices {
-            infos[info.descriptor] = info
-            if let key = info.descriptor.key { byKey[key] = info }
-        }
         report.events = deliver(report.events, infos: infos)
-        // Entries that were kept: take the scan's fresher view (strings, configuration).
+        // Entries that were kept: take the scan's fresher view (strings, configuration). A
+        // hidden one that now speaks a supported protocol (its interfaces were not there
+        // yet when it arrived) is shown from now on, under its first shown ID.
         for accessory in registry.accessories {
             guard var entry = entries[accessory.connectionID], let key = accessory.descriptor.key,
                 var fresh = byKey[key], fresh.descriptor.isSameInstance(as: accessory.descriptor),
                 fresh != entry.info
             else { continue }
             fresh.descriptor = accessory.descriptor
+            if !entry.visible, isVisible(fresh), let shown = registry.promote(accessory.connectionID) {
+                entries[accessory.connectionID] = nil
+                fresh.descriptor = shown.descriptor
+                report.events += deliver([.connected(shown)], infos: [shown.descriptor: fresh])
+                continue
+            }
             entry.info = fresh
             entries[accessory.connectionID] = entry
         }
