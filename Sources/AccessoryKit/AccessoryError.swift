@@ -70,7 +70,11 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
 
     public var description: String {
         var s = message
-        if let operation { s += " (\(operation)" + (rawValue.map { ": \($0)" } ?? "") + ")" }
+        // The operation in parentheses, unless the message names it already (a ghost's
+        // evidence does: "ghost-evicted: bulk OUT 0x01 returned NO_DEVICE").
+        if let operation, rawValue != nil || !message.contains(operation) {
+            s += " (\(operation)" + (rawValue.map { ": \($0)" } ?? "") + ")"
+        }
         return s
     }
 }

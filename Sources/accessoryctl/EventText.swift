@@ -14,7 +14,7 @@ enum EventText {
             what = style.green(pad("connected", 14))
         case .disconnected(_, let r):
             what = r.code == "ghost-evicted" ? style.yellow(pad("disconnected", 14)) : style.red(pad("disconnected", 14))
-            reason = r.code + (r.evidence.map { " (\($0))" } ?? "")
+            reason = r.description
         }
         return prefix + pad(String(a.connectionID.rawValue), 7) + " " + what + " "
             + pad("\(d.bus):\(d.address.map(String.init) ?? "?")", 9) + " " + pad(d.port, 11) + " "

@@ -193,7 +193,7 @@ extension LiveCLITests {
             // The last line; the manager may log the disconnect before it.
             let error = open.stderr.split(separator: "\n").last.map(String.init) ?? ""
             #expect(error.hasPrefix("error: accessory 1209:00c1 CLIGONE disconnected: "), "\(open.stderr)")
-            #expect(error.contains("unplugged") || error.contains("ghost-evicted ("), "\(error)")
+            #expect(error.contains("unplugged") || error.contains("ghost-evicted: "), "\(error)")
         }
     }
 }

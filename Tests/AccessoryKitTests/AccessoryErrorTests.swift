@@ -19,4 +19,14 @@ struct AccessoryErrorTests {
         #expect([name(.timeout), name(.stall), name(gone), name(.io)] == ["timeout", "stall", "gone: unplugged", "other"])
         #expect(gone.description == "accessoryDisconnected(unplugged)" && AccessoryError.Code.busy.description == "busy")
     }
+
+    @Test("A ghost's disconnect names the operation once, in the library's form (ghost-evicted: …)")
+    func ghostTextNamesTheOperationOnce() {
+        let error = AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: "bulk OUT 0x01")), label: "1209:0001 SN1")
+        #expect(error.description == "accessory 1209:0001 SN1 disconnected: ghost-evicted: bulk OUT 0x01 returned NO_DEVICE")
+        #expect(error.description.components(separatedBy: "bulk OUT 0x01").count == 2)
+        #expect(error.operation == "bulk OUT 0x01")
+        // Other errors still say which operation failed.
+        #expect(AccessoryError(.stall, "the endpoint stalled", operation: "bulk IN 0x81").description == "the endpoint stalled (bulk IN 0x81)")
+    }
 }

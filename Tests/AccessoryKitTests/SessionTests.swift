@@ -389,7 +389,7 @@ extension HardwareTests {
                     return
                 }
                 #expect(reason.code == "ghost-evicted")
-                #expect(error.message.hasPrefix("accessory 1209:00a5 GHOSTS disconnected: ghost-evicted ("), "\(error.message)")
+                #expect(error.message.hasPrefix("accessory 1209:00a5 GHOSTS disconnected: ghost-evicted: "), "\(error.message)")
                 try #require(await log.wait { $0.contains { if case .disconnected(let a, _) = $0 { a.connectionID == accessory.connectionID } else { false } } })
                 let evicted = await log.disconnected.first { $0.0.connectionID == accessory.connectionID }?.1
                 #expect(evicted == reason)

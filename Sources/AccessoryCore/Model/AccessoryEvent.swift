@@ -12,7 +12,7 @@ public enum AccessoryEvent: Hashable, Sendable {
 
 extension AccessoryEvent: CustomStringConvertible {
     /// `connected #3 1209:0001 SN1 on 1-1.4 (bus 1, address 5)`, or `disconnected #3 …:
-    /// ghost-evicted (…)` with the reason.
+    /// ghost-evicted: …` with the reason.
     public var description: String {
         switch self {
         case .connected(let a): return "connected \(a)"

@@ -287,11 +287,9 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     }
 
     static func disconnectedError(_ reason: DisconnectReason, label: String) -> AccessoryError {
-        let evidence = reason.evidence.map { " (\($0))" } ?? ""
         var operation: String?
         if case .ghostEvicted(.noDevice(let op)) = reason { operation = op }
-        return AccessoryError(
-            .accessoryDisconnected(reason), "accessory \(label) disconnected: \(reason.code)\(evidence)", operation: operation)
+        return AccessoryError(.accessoryDisconnected(reason), "accessory \(label) disconnected: \(reason)", operation: operation)
     }
 
     /// `1209:0001 SN1`: VID:PID and the serial, or the port without one.
