@@ -43,6 +43,9 @@ final class SimulatedHost: USBHost {
                 .accessoryDisconnected(.ghostEvicted(.noDevice(operation: "open"))),
                 "the device is gone (bus \(bus) address \(address)): NO_DEVICE", operation: "open")
         }
+        if system.isAccessDenied(instance: device.instance) {
+            throw AccessoryError(.accessDenied, "permission denied opening bus \(bus) address \(address)", operation: "open")
+        }
         return try SimulatedDeviceConnection(system: system, device: device)
     }
 

@@ -42,6 +42,9 @@ final class SimulatedSystem: Sendable {
         var watchers: [UInt64: [@Sendable (TransferStatus) -> Void]] = [:]
         /// Instances whose device node is gone although sysfs lists them.
         var withoutNode: Set<UInt64> = []
+        /// Instances whose device node this process may not open (udevd has not applied
+        /// its rule yet).
+        var denied: Set<UInt64> = []
         /// Claimed interfaces, by device instance.
         var claims: [UInt64: Set<UInt8>] = [:]
 
@@ -207,6 +210,15 @@ final class SimulatedSystem: Sendable {
             return s.watchers.removeValue(forKey: instance) ?? []
         }
         for w in watchers { w(inStatus) }
+    }
+
+    /// Makes opening an instance fail with ACCESS, or stops doing so.
+    func setAccessDenied(instance: UInt64, _ denied: Bool) {
+        state.withLock { s in if denied { s.denied.insert(instance) } else { s.denied.remove(instance) } }
+    }
+
+    func isAccessDenied(instance: UInt64) -> Bool {
+        state.withLock { $0.denied.contains(instance) }
     }
 
     /// Whether the instance's device node is there (it is, unless ``endConnections(instance:inStatus:removingNode:)`` took it).

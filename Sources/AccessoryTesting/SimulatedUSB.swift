@@ -58,6 +58,13 @@ public actor SimulatedUSB {
         await deliver(HotplugNotice(kind: .left, descriptor: gone.info.descriptor))
     }
 
+    /// Makes opening `device` fail with ACCESS (`denied`), as in the first moments after an
+    /// arrival, before udevd has applied its rule; or lets it open again.
+    public func denyAccess(to device: SimulatedDevice, _ denied: Bool = true) {
+        guard let present = system.device(named: device.port), present.info.descriptor.address == device.address else { return }
+        system.setAccessDenied(instance: present.instance, denied)
+    }
+
     /// Removes `device`'s device node while the truth (sysfs) still lists it, as in a
     /// container given a stale `--device`: transfers in flight end with NO_DEVICE and opening
     /// it fails with NO_DEVICE, yet the device is there. A manager must not evict it.

@@ -120,4 +120,38 @@ struct ManagerPolicyTests {
             #expect(await manager.connectedAccessories == [a], "sysfs lists it: it stays, under the same ID")
         }
     }
+
+    @Test("libusb #1586: an open that gets ACCESS right after the arrival is tried again until udevd's rule applies, for at most a second")
+    func accessRightAfterArrival() async throws {
+        let usb = SimulatedUSB()
+        try await withAccessoryManager(usb: usb) { manager in
+            let device = await usb.plug(Self.sn1)
+            await usb.denyAccess(to: device)
+            let a = try #require(await manager.connectedAccessories.first)
+            let opening = Task { () async throws(AccessoryError) -> AccessorySession in
+                try await manager.openSession(to: a, protocol: "org.example.loopback")
+            }
+            #expect(await usb.waitForSleepers(1), "the open waits on the virtual clock")
+            await usb.advance(by: .milliseconds(120))
+            await usb.denyAccess(to: device, false)  // the rule has applied
+            await usb.advance(by: .milliseconds(50))
+            let session = try await opening.value
+            await session.close()
+
+            // A node that stays root's: ACCESS, with the udev rule that fixes it, after the wait.
+            await usb.denyAccess(to: device)
+            let denied = Task { () async -> AccessoryError? in
+                do throws(AccessoryError) {
+                    _ = try await manager.openSession(to: a, protocol: "org.example.loopback")
+                    return nil
+                } catch { return error }
+            }
+            #expect(await usb.waitForSleepers(1))
+            await usb.advance(by: .milliseconds(900))
+            #expect(await usb.waitForSleepers(1), "still trying within the second")
+            await usb.advance(by: .milliseconds(200))
+            let error = try #require(await denied.value)
+            #expect(error.code == .accessDenied && error.message.contains("udev rule"), "\(error)")
+        }
+    }
 }

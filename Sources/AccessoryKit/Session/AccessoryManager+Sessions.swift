@@ -109,6 +109,11 @@ extension AccessoryManager {
         }
     }
 
+    /// How long an open that gets ACCESS is tried again (udevd applies its rule within tens
+    /// of milliseconds of an arrival), and how often.
+    static let accessRetryWindow: Duration = .seconds(1)
+    static let accessRetryStep: Duration = .milliseconds(50)
+
     /// The device I/O of opening a session, off the actor: open the node, find the
     /// protocol's interface (reading interface names from the device when sysfs lacks them),
     /// detach a kernel driver if asked, claim, select the alternate setting, and build the
@@ -121,6 +126,20 @@ extension AccessoryManager {
         let operation = "open session"
         var info = info
         var device: (any USBDeviceConnection)?
+        // libusb #1586: in the first moments after an arrival, before udevd has applied its
+        // rule, the node is still root's and opening it fails with ACCESS. Try again for a
+        // bounded time before saying so.
+        var waited: Duration = .zero
+        while device == nil {
+            do {
+                device = try host.open(bus: bus, address: address, vendor: info.descriptor.vendor, product: info.descriptor.product)
+            } catch where error.code == .accessDenied && waited < accessRetryWindow {
+                do { try await clock.sleep(for: accessRetryStep) } catch { throw AccessoryError(.cancelled, "the open was cancelled", operation: operation) }
+                waited += accessRetryStep
+            } catch {
+                break
+            }
+        }
         func openDevice() throws(AccessoryError) -> any USBDeviceConnection {
             if let device { return device }
             do {
