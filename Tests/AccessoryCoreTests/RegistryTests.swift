@@ -98,6 +98,20 @@ struct RegistryTests {
         #expect(r.promote(ConnectionID(rawValue: 1)) == nil, "a shown ID is not promoted")
     }
 
+    @Test("Cloned serials: a second accessory with the same VID:PID:serial gets an identity that includes its port")
+    func clonedSerials() {
+        var r = ConnectionRegistry()
+        let first = r.apply(.added(device(5, port: "1-1"))).events[0].accessory
+        let clone = r.apply(.added(device(6, port: "1-2"))).events[0].accessory
+        #expect(first.physicalIdentity == .serialNumber(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        #expect(clone.physicalIdentity == .clonedSerial(vendor: 0x1209, product: 0x0001, serial: "SN1", bus: 1, port: "1-2"))
+        #expect(first.physicalIdentity != clone.physicalIdentity && clone.physicalIdentity.description == "1209:0001:SN1@1-2")
+        // Once the first has gone, the same serial is plain again.
+        _ = run(&r, [removal(5, port: "1-1"), removal(6, port: "1-2")])
+        let again = r.apply(.added(device(7, port: "1-2"))).events[0].accessory
+        #expect(again.physicalIdentity == first.physicalIdentity)
+    }
+
     @Test("Overflow and wake mark the registry suspect until a reconcile")
     func suspicion() {
         var r = ConnectionRegistry()

@@ -267,6 +267,23 @@ struct ManagerTests {
         await m.shutdown()
     }
 
+    @Test func anArrivalWithoutItsSerialWaitsForSysfs() async throws {
+        let m = try await manager()
+        let log = await EventLog.recording(m, includingCurrent: false)
+        // The notice comes before sysfs can be read (a storm): the device has a serial
+        // (iSerialNumber 3) that nothing has read yet, so it is not announced by its port…
+        await backend.send(.arrived, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
+        #expect(await m.connectedAccessories.isEmpty)
+        // …but at the next reconcile, with the serial sysfs gives.
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        await backend.advance(m, by: .milliseconds(5))
+        #expect(await log.settled { $0.count == 1 })
+        let shown = try #require(await m.connectedAccessories.first)
+        #expect(shown.physicalIdentity == .serialNumber(vendor: 0x1209, product: 0x0001, serial: "SN1"))
+        #expect(shown.connectionID.rawValue == 1)
+        await m.shutdown()
+    }
+
     @Test func shutdownDisconnectsEveryoneAndFinishesEveryStream() async throws {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")

@@ -2,14 +2,27 @@
 public struct Accessory: Hashable, Sendable, Identifiable {
     public var connectionID: ConnectionID
     public var descriptor: AccessoryDescriptor
+    /// Set when another accessory connected at the time it arrived had the same VID, PID and
+    /// serial (cloned serials): its physical identity then includes its port.
+    public var hasClonedSerial: Bool
 
-    public init(connectionID: ConnectionID, descriptor: AccessoryDescriptor) {
+    public init(connectionID: ConnectionID, descriptor: AccessoryDescriptor, hasClonedSerial: Bool = false) {
         self.connectionID = connectionID
         self.descriptor = descriptor
+        self.hasClonedSerial = hasClonedSerial
     }
 
     public var id: ConnectionID { connectionID }
-    public var physicalIdentity: PhysicalIdentity { descriptor.physicalIdentity }
+
+    /// What stays the same when the same accessory comes back: VID, PID and serial (with
+    /// the port too for a cloned serial), or the port when it has no serial.
+    public var physicalIdentity: PhysicalIdentity {
+        let identity = descriptor.physicalIdentity
+        if hasClonedSerial, case .serialNumber(let vendor, let product, let serial) = identity {
+            return .clonedSerial(vendor: vendor, product: product, serial: serial, bus: descriptor.bus, port: descriptor.port)
+        }
+        return identity
+    }
     public var protocolStrings: [String] { descriptor.protocols ?? [] }
 }
 

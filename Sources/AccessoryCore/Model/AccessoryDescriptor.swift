@@ -98,12 +98,16 @@ public enum PhysicalIdentity: Hashable, Sendable, CustomStringConvertible {
     case serialNumber(vendor: UInt16, product: UInt16, serial: String)
     /// No serial: the port it is plugged into stands in for it.
     case port(bus: Int, port: String, vendor: UInt16?, product: UInt16?)
+    /// A serial another connected accessory shares (cloned serials): the port tells them
+    /// apart.
+    case clonedSerial(vendor: UInt16, product: UInt16, serial: String, bus: Int, port: String)
 
     public var description: String {
         switch self {
         case .serialNumber(let v, let p, let s): return "\(Hex.four(v)):\(Hex.four(p)):\(s)"
         case .port(_, let port, let v, let p):
             return "\(v.map(Hex.four) ?? "????"):\(p.map(Hex.four) ?? "????")@\(port)"
+        case .clonedSerial(let v, let p, let s, _, let port): return "\(Hex.four(v)):\(Hex.four(p)):\(s)@\(port)"
         }
     }
 }

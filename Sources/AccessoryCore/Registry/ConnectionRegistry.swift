@@ -29,6 +29,8 @@ public struct ConnectionRegistry: Sendable {
     private var entries: [ConnectionID: Accessory] = [:]
     private var byKey: [DeviceKey: ConnectionID] = [:]
     private var byPort: [PortKey: ConnectionID] = [:]
+    /// How many entries have each serial identity (VID:PID:serial), for cloned serials.
+    private var serialCounts: [PhysicalIdentity: Int] = [:]
     /// Removals that named no entry, kept until the next reconcile: when the matching add
     /// arrives late (reordered events), it is not admitted.
     private var tombstones: [DeviceRemoval] = []
@@ -137,8 +139,12 @@ public struct ConnectionRegistry: Sendable {
             id = ConnectionID(rawValue: nextHiddenID)
             nextHiddenID += 1
         }
-        let accessory = Accessory(connectionID: id, descriptor: d)
+        // Cloned serials: another entry with this VID:PID:serial makes the newcomer's
+        // identity include its port.
+        let cloned = (serialIdentity(d).flatMap { serialCounts[$0] } ?? 0) > 0
+        let accessory = Accessory(connectionID: id, descriptor: d, hasClonedSerial: cloned)
         entries[accessory.connectionID] = accessory
+        count(d, +1)
         if let key = d.key { byKey[key] = accessory.connectionID }
         byPort[d.portKey] = accessory.connectionID
         return accessory
@@ -149,7 +155,7 @@ public struct ConnectionRegistry: Sendable {
     /// - Returns: the entry under its new ID; `nil` if `id` is not a hidden entry.
     public mutating func promote(_ id: ConnectionID) -> Accessory? {
         guard id.isHidden, let old = entries.removeValue(forKey: id) else { return nil }
-        let accessory = Accessory(connectionID: ConnectionID(rawValue: nextID), descriptor: old.descriptor)
+        let accessory = Accessory(connectionID: ConnectionID(rawValue: nextID), descriptor: old.descriptor, hasClonedSerial: old.hasClonedSerial)
         nextID += 1
         entries[accessory.connectionID] = accessory
         if let key = old.descriptor.key, byKey[key] == id { byKey[key] = accessory.connectionID }
@@ -161,6 +167,7 @@ public struct ConnectionRegistry: Sendable {
     public mutating func evict(_ id: ConnectionID, reason: DisconnectReason) -> AccessoryEvent? {
         guard let accessory = entries.removeValue(forKey: id) else { return nil }
         let d = accessory.descriptor
+        count(d, -1)
         if let key = d.key, byKey[key] == id { byKey[key] = nil }
         if byPort[d.portKey] == id { byPort[d.portKey] = nil }
         return .disconnected(accessory, reason)
@@ -177,9 +184,24 @@ public struct ConnectionRegistry: Sendable {
         let oldKey = entry.descriptor.key
         var merged = d
         merged.fillGaps(from: entry.descriptor)
+        count(entry.descriptor, -1)
+        count(merged, +1)
         entry.descriptor = merged
         entries[id] = entry
         if oldKey == nil, let key = merged.key { byKey[key] = id }
+    }
+
+    /// The VID:PID:serial identity of a descriptor with a serial.
+    private func serialIdentity(_ d: AccessoryDescriptor) -> PhysicalIdentity? {
+        let identity = d.physicalIdentity
+        if case .serialNumber = identity { return identity }
+        return nil
+    }
+
+    private mutating func count(_ d: AccessoryDescriptor, _ delta: Int) {
+        guard let identity = serialIdentity(d) else { return }
+        let n = (serialCounts[identity] ?? 0) + delta
+        serialCounts[identity] = n > 0 ? n : nil
     }
 
     /// Marks the registry as matching the OS truth.

@@ -326,7 +326,7 @@ public actor AccessoryManager {
         let address = device.address.map(String.init) ?? "?"
         switch notice.kind {
         case .arrived:
-            let (info, superseded) = arrivalInfo(notice)
+            let (info, superseded, fromSysfs) = arrivalInfo(notice)
             logger.trace("hotplug: arrived \(info.descriptor.port) bus \(device.bus) address \(address)")
             guard !superseded else {
                 // A late event from a backlog (a storm): a newer instance holds the port in
@@ -337,7 +337,13 @@ public actor AccessoryManager {
                 break
             }
             policy.arrived(info.descriptor)
-            apply(.added(info.descriptor), arrival: info)
+            // A serial the device has (its descriptor names one) but that sysfs could not
+            // give yet: hold the announcement until the next reconcile reads sysfs again,
+            // so that its identity is its serial and not its port (storms).
+            let serialPending = !fromSysfs && info.descriptor.serial == nil
+                && (info.deviceDescriptor?.serialNumberIndex ?? 0) != 0
+            if serialPending { logger.debug("hotplug: \(info.descriptor.port) address \(address) arrived without its serial; announcing it once sysfs has it") }
+            apply(.added(info.descriptor), arrival: info, shown: !serialPending)
         case .left:
             logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(address)")
             let leaving = device.key.flatMap { registry.accessory(at: $0) }
@@ -357,24 +363,24 @@ public actor AccessoryManager {
     /// What is known about an arrival: sysfs's view when sysfs still holds that instance,
     /// else what the notice says; and whether sysfs shows a newer instance on its port (sysfs
     /// changes before the kernel sends the event, so it is never older than an event).
-    private func arrivalInfo(_ notice: HotplugNotice) -> (info: USBDeviceInfo, superseded: Bool) {
+    private func arrivalInfo(_ notice: HotplugNotice) -> (info: USBDeviceInfo, superseded: Bool, fromSysfs: Bool) {
         let device = notice.descriptor
         // One directory, not a full scan: in a storm the device is often gone already, and
         // the debounced reconcile that follows catches up anyway.
         let live = host.device(named: device.port)
         let verdict = HotplugPolicy.judge(arrival: device, livePort: live?.descriptor)
-        if verdict == .live, let live { return (live, false) }
+        if verdict == .live, let live { return (live, false, true) }
         let superseded = verdict == .stale
         var info = USBDeviceInfo(
             descriptor: device, deviceClass: notice.record?.device.deviceClass ?? 0,
             deviceDescriptor: notice.record?.device, configuration: notice.record?.configuration, speed: notice.record?.speed)
         if notice.record != nil { info.descriptor.protocols = configuration.protocolTable.protocols(for: info) }
-        return (info, superseded)
+        return (info, superseded, false)
     }
 
-    private func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil) {
+    private func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil, shown: Bool = true) {
         if arrival.map(isVisible) ?? true { tap(event) }
-        let update = registry.apply(event, isShown: { _ in arrival.map(isVisible) ?? true })
+        let update = registry.apply(event, isShown: { _ in shown && (arrival.map(isVisible) ?? true) })
         deliver(update.events, infos: arrival.map { [$0.descriptor: $0] } ?? [:])
         if let suspicion = update.suspicion {
             logger.debug("registry suspects it is out of step (\(suspicion)); reconciling")
