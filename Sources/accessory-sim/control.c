@@ -9,9 +9,13 @@
  *
  *   plug SPEC [--port P] [--silent]   -> ok BUS ADDRESS PORT
  *   unplug BUS:ADDRESS [--silent]     -> ok
+ *   unplug BUS:ADDRESS --urbs-first [--uevent-delay MS] -> ok, once the remove
+ *       uevent is sent: the pending URBs fail first (OUT -ESHUTDOWN, IN -EPROTO),
+ *       then sysfs's listing and the node go, and MS ms later the uevent
  *   replug BUS:ADDRESS [--silent]     -> ok BUS ADDRESS PORT
  *   storm BUS:ADDRESS N [--lossy SEED] -> ok BUS ADDRESS PORT [sent=S lost=L overflows=O]
- *   fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none -> ok
+ *   fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none -> ok
+ *       (no-node: only the /dev node goes; sysfs still lists the device)
  *   list                              -> BUS ADDRESS PORT VID:PID SERIAL...
  *   ioctl-log BUS:ADDRESS             -> ok open=N opens=N claimed=LIST ...
  *   kernel-driver BUS:ADDRESS IFACE NAME|-  -> ok
@@ -43,10 +47,10 @@ static char *listen_path;
 
 static const char usage_text[] =
     "plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]\n"
-    "unplug BUS:ADDRESS [--silent]\n"
+    "unplug BUS:ADDRESS [--silent | --urbs-first [--uevent-delay MS]]\n"
     "replug BUS:ADDRESS [--silent]\n"
     "storm BUS:ADDRESS N [--lossy SEED]\n"
-    "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none\n"
+    "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none\n"
     "list\n"
     "ioctl-log BUS:ADDRESS\n"
     "kernel-driver BUS:ADDRESS IFACE NAME|-\n"
@@ -151,8 +155,27 @@ static gboolean parse_silent(gchar **argv, gboolean *silent)
 
 static void cmd_unplug(gchar **argv, GString *out)
 {
-    static const char usage[] = "unplug BUS:ADDRESS [--silent]";
+    static const char usage[] = "unplug BUS:ADDRESS [--silent | --urbs-first [--uevent-delay MS]]";
     gboolean silent;
+    if (argv[1] && argv[2] && strcmp(argv[2], "--urbs-first") == 0) {
+        guint delay = 0;
+        if (argv[3]) {
+            char *end = NULL;
+            guint64 ms = 0;
+            if (strcmp(argv[3], "--uevent-delay") != 0 || !argv[4] || argv[5] ||
+                (ms = g_ascii_strtoull(argv[4], &end, 10), !end || *end || end == argv[4] || ms > 60000)) {
+                g_string_append_printf(out, "error usage: %s (MS is 0-60000)\n", usage);
+                return;
+            }
+            delay = (guint)ms;
+        }
+        Instance *inst = target(argv, out, usage);
+        if (!inst)
+            return;
+        device_unplug_urbs_first(inst, delay);
+        g_string_append(out, "ok\n");
+        return;
+    }
     if (!parse_silent(argv, &silent)) {
         g_string_append_printf(out, "error usage: %s\n", usage);
         return;
@@ -274,11 +297,21 @@ static void cmd_storm(gchar **argv, GString *out)
 
 static void cmd_fault(gchar **argv, GString *out)
 {
-    static const char usage[] = "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none";
+    static const char usage[] = "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none";
     FaultKind kind = FAULT_NONE;
     gint64 bytes = -1;
     if (!argv[1] || !argv[2] || argv[3]) {
         g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    if (strcmp(argv[2], "no-node") == 0) {
+        /* Only the /dev node goes: sysfs still lists the device (a container given a
+         * stale --device). */
+        Instance *inst = target(argv, out, usage);
+        if (!inst)
+            return;
+        device_remove_node(inst);
+        g_string_append(out, "ok\n");
         return;
     }
     if (strcmp(argv[2], "stall") == 0) {

@@ -863,6 +863,54 @@ void device_unplug(Instance *inst, gboolean silent)
     instance_unref(inst); /* the table's reference */
 }
 
+/* Removes the /dev node (and udev's record of it) only. */
+static void remove_node(Instance *inst)
+{
+    unlink_in_testbed(inst->devnode);
+    char *info = g_strdup(inst->devnode + strlen("/dev/"));
+    g_strdelimit(info, "/", '_');
+    char *rel = g_strdup_printf("/dev/.node/%s", info);
+    unlink_in_testbed(rel);
+    g_free(rel);
+    g_free(info);
+}
+
+/* The kernel's order on a real unplug: the pending URBs fail first (OUT with
+ * ESHUTDOWN, IN with EPROTO), then the device leaves sysfs's listing and its node
+ * goes, and the remove uevent follows uevent_delay_ms later, as udevd relays it.
+ * The device directory itself stays until then: the uevent is built from it. */
+void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms)
+{
+    g_rec_mutex_lock(&sim.lock);
+    if (!g_ptr_array_remove(sim.accessories, inst)) {
+        g_rec_mutex_unlock(&sim.lock);
+        return; /* already unplugged */
+    }
+    inst->gone = TRUE;
+    sim.addr_used[inst->addr] = FALSE;
+    g_rec_mutex_unlock(&sim.lock);
+    usbfs_instance_gone_kernel_order(inst);
+
+    char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->ifname);
+    unlink_in_testbed(rel);
+    g_free(rel);
+    rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->port);
+    unlink_in_testbed(rel);
+    g_free(rel);
+    remove_node(inst);
+    if (uevent_delay_ms > 0)
+        g_usleep((gulong)uevent_delay_ms * 1000);
+    dematerialize(inst, FALSE);
+    sim_log("unplugged %d:%d port %s (URBs first, uevent after %u ms)", inst->bus, inst->addr, inst->port, uevent_delay_ms);
+    instance_unref(inst); /* the table's reference */
+}
+
+void device_remove_node(Instance *inst)
+{
+    remove_node(inst);
+    sim_log("removed the node of %d:%d (sysfs still lists it)", inst->bus, inst->addr);
+}
+
 Instance *device_replug(Instance *inst, gboolean silent, char **error)
 {
     Spec spec;

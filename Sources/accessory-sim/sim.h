@@ -109,6 +109,8 @@ void instance_unref(Instance *inst);
 void devices_init(int first_address);
 Instance *device_plug(const Spec *spec, const char *port, gboolean silent, char **error);
 void device_unplug(Instance *inst, gboolean silent);
+void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms);
+void device_remove_node(Instance *inst);
 Instance *device_replug(Instance *inst, gboolean silent, char **error);
 Instance *device_find(int bus, int addr);
 int port_number(const char *port);
@@ -125,6 +127,7 @@ void usbfs_worker_barrier(void);
 /* Called with sim.lock held once an instance is marked gone: fails its
  * pending URBs with ENODEV (on the worker thread, where URB data lives). */
 void usbfs_instance_gone(Instance *inst);
+void usbfs_instance_gone_kernel_order(Instance *inst);
 /* Worker thread, sim.lock held: fail everything of a gone instance. */
 void usbfs_fail_all(Instance *inst);
 /* Frees the echo FIFO (any thread; sim.lock held or instance unreachable). */

@@ -204,6 +204,56 @@ static gboolean fail_all_cb(gpointer data)
     return G_SOURCE_REMOVE;
 }
 
+/* The kernel's order on a real unplug: bulk and interrupt OUT URBs end with
+ * -ESHUTDOWN (libusb: NO_DEVICE), IN URBs with -EPROTO (libusb: TRANSFER_ERROR). */
+typedef struct {
+    Instance *inst;
+    GMutex lock;
+    GCond cond;
+    gboolean done;
+} KernelFail;
+
+static gboolean fail_kernel_cb(gpointer data)
+{
+    KernelFail *k = data;
+    g_rec_mutex_lock(&sim.lock);
+    fail_queue(&k->inst->in_pending, -EPROTO);
+    fail_queue(&k->inst->out_pending, -ESHUTDOWN);
+    fail_queue(&k->inst->parked, -ESHUTDOWN);
+    usbfs_fail_all(k->inst); /* waiting reapers, the FIFO */
+    g_rec_mutex_unlock(&sim.lock);
+    g_mutex_lock(&k->lock);
+    k->done = TRUE;
+    g_cond_signal(&k->cond);
+    g_mutex_unlock(&k->lock);
+    return G_SOURCE_REMOVE;
+}
+
+void usbfs_instance_gone_kernel_order(Instance *inst)
+{
+    if (!sim.worker_ctx)
+        return;
+    KernelFail k = { .inst = inst, .done = FALSE };
+    g_mutex_init(&k.lock);
+    g_cond_init(&k.cond);
+    g_main_context_invoke(sim.worker_ctx, fail_kernel_cb, &k);
+    /* Wait until they have failed: only then does sysfs lose the device. */
+    g_mutex_lock(&k.lock);
+    gint64 deadline = g_get_monotonic_time() + 2 * G_TIME_SPAN_SECOND;
+    while (!k.done)
+        if (!g_cond_wait_until(&k.cond, &k.lock, deadline))
+            break;
+    gboolean done = k.done;
+    g_mutex_unlock(&k.lock);
+    if (!done) {
+        /* The worker is stuck: leave k alive rather than free it under its feet. */
+        g_printerr("accessory-sim: the usbfs worker did not fail the URBs within 2 s\n");
+        return;
+    }
+    g_mutex_clear(&k.lock);
+    g_cond_clear(&k.cond);
+}
+
 void usbfs_instance_gone(Instance *inst)
 {
     /* URB data is only touched on the worker thread. Without a worker

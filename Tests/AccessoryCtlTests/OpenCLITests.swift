@@ -192,8 +192,48 @@ extension LiveCLITests {
             #expect(seconds < 1, "exited \(seconds) s after the unplug")
             // The last line; the manager may log the disconnect before it.
             let error = open.stderr.split(separator: "\n").last.map(String.init) ?? ""
-            #expect(error.hasPrefix("error: accessory 1209:00c1 CLIGONE disconnected: "), "\(open.stderr)")
-            #expect(error.contains("unplugged") || error.contains("ghost-evicted: "), "\(error)")
+            #expect(error == "error: accessory 1209:00c1 CLIGONE disconnected: unplugged", "\(open.stderr)")
+        }
+
+        @Test("In the kernel's order (transfers fail first, sysfs next, the remove event up to 240 ms later), open says unplugged, every time")
+        func kernelOrderUnplugIsUnplugged() throws {
+            let dir = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            for (run, delay) in [0, 240, 30, 120, 0, 200, 60, 10, 180, 90].enumerated() {
+                let serial = "KORDER\(run)"
+                let device = try Simulator.plug("1209:00c6:\(serial)")
+                let open = try OpenProcess(["1209:00c6:\(serial)"] + Self.loopback, in: dir)
+                defer { if open.process.isRunning { kill(open.process.processIdentifier, SIGKILL) } }
+                #expect(try Simulator.waitForLog(device) { $0["claimed"] == "0" })
+                // Bytes in flight both ways when the device goes.
+                open.send(Data(repeating: 0x5a, count: 256 * 1024))
+                try Simulator.ctl("unplug", device, "--urbs-first", "--uevent-delay", String(delay))
+                let (status, _) = open.waitForExit(timeout: 5)
+                #expect(status == 1)
+                let error = open.stderr.split(separator: "\n").last.map(String.init) ?? ""
+                #expect(error == "error: accessory 1209:00c6 \(serial) disconnected: unplugged", "remove event \(delay) ms late: \(open.stderr)")
+            }
+        }
+
+        @Test("A device whose node is missing while sysfs lists it stays listed: open fails, and a watcher sees no disconnect")
+        func missingNodeIsNotADisconnect() throws {
+            let dir = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let device = try Simulator.plug("1209:00c7:NONODE")
+            defer { _ = try? Simulator.ctl("unplug", device) }
+            let watch = try Background(CLI.accessoryctl, ["watch", "--json"], in: dir)
+            #expect(watch.waitForOutput { $0.contains("\"serial\":\"NONODE\"") })
+            try Simulator.ctl("fault", device, "no-node")
+            let open = try OpenProcess(["1209:00c7:NONODE"] + Self.loopback, in: dir)
+            let (status, _) = open.waitForExit(timeout: 10)
+            #expect(status == 1, "\(open.stderr)")
+            usleep(600_000)  // longer than the manager's wait for a LEFT event
+            #expect(watch.stop(with: SIGTERM) == 0)
+            let lines = watch.stdout.split(separator: "\n").filter { $0.contains("NONODE") }
+            #expect(lines.count == 2, "\(lines)")
+            #expect(lines.last?.contains("\"reason\":\"shutdown\"") == true, "sysfs lists it: no eviction before shutdown: \(lines)")
+            let list = try CLI.run(OpenCLI.accessoryctl, ["list", "--json"])
+            #expect(list.stdout.contains("NONODE"))
         }
     }
 }
