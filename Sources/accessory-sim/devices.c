@@ -848,6 +848,10 @@ fail:
 
 void device_unplug(Instance *inst, gboolean silent)
 {
+    if (!silent && sim.kernel_order_ms >= 0) {
+        device_unplug_urbs_first(inst, (guint)sim.kernel_order_ms);
+        return;
+    }
     g_rec_mutex_lock(&sim.lock);
     if (!g_ptr_array_remove(sim.accessories, inst)) {
         g_rec_mutex_unlock(&sim.lock);

@@ -1,8 +1,11 @@
 /*
  * accessory-sim: run a command with virtual USB accessories (umockdev).
  *
- *   accessory-sim [--accessory SPEC]... [--first-address N] -- COMMAND [ARGS...]
+ *   accessory-sim [--accessory SPEC]... [--first-address N] [--kernel-order[=MS]] -- COMMAND [ARGS...]
  *   accessory-sim ctl CMD [ARGS...]
+ *
+ * --kernel-order[=MS] makes every plain unplug (ctl unplug, replug, storm) go in a
+ * real kernel's order, as "unplug --urbs-first --uevent-delay MS" does (default 0).
  *
  * SPEC is VID:PID[:SERIAL[:PROTOCOL]] (hex VID and PID), for example
  * 1209:0001:SN1:org.example.loopback. Each accessory is a high-speed
@@ -81,15 +84,16 @@ void sim_log(const char *fmt, ...)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: accessory-sim [--accessory VID:PID[:SERIAL[:PROTOCOL]]]... [--first-address N] -- COMMAND [ARGS...]\n"
+            "usage: accessory-sim [--accessory VID:PID[:SERIAL[:PROTOCOL]]]... [--first-address N] [--kernel-order[=MS]] -- COMMAND [ARGS...]\n"
             "       accessory-sim ctl CMD [ARGS...]\n"
             "\n"
             "ctl commands:\n"
             "  plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]   ok BUS ADDRESS PORT\n"
             "  unplug BUS:ADDRESS [--silent]                            ok\n"
+            "  unplug BUS:ADDRESS --urbs-first [--uevent-delay MS]      ok (URBs fail, then sysfs, then the uevent)\n"
             "  replug BUS:ADDRESS [--silent]                            ok BUS ADDRESS PORT\n"
             "  storm BUS:ADDRESS N                                      ok BUS ADDRESS PORT\n"
-            "  fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|none  ok\n"
+            "  fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none  ok\n"
             "  list                                                     BUS ADDRESS PORT VID:PID SERIAL per line\n"
             "  ioctl-log BUS:ADDRESS                                    ok open=N claimed=LIST released=N ...\n"
             "  kernel-driver BUS:ADDRESS IFACE NAME|-                   ok\n"
@@ -474,6 +478,7 @@ static int run_main(int argc, char **argv)
     int i, rc;
     char *privdir, *childtmp, *sock, *err = NULL;
 
+    sim.kernel_order_ms = -1;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *value = NULL;
@@ -483,6 +488,14 @@ static int run_main(int argc, char **argv)
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
+        } else if (strcmp(a, "--kernel-order") == 0 || g_str_has_prefix(a, "--kernel-order=")) {
+            int ms = 0;
+            if (a[strlen("--kernel-order")] == '=' && !parse_int(a + strlen("--kernel-order="), 0, 60000, &ms)) {
+                fprintf(stderr, "accessory-sim: --kernel-order=MS needs 0-60000\n");
+                return 2;
+            }
+            sim.kernel_order_ms = ms;
+            continue;
         } else if (strcmp(a, "--accessory") == 0 || strcmp(a, "--first-address") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "accessory-sim: %s needs a value\n", a);

@@ -94,6 +94,9 @@ typedef struct {
     gboolean addr_used[128];
     int devnum_next;
     gboolean debug;
+    /* --kernel-order[=MS]: every plain unplug (unplug, replug, storm) goes in the
+     * kernel's order, the uevent MS ms late; < 0: off (the contract's plain order). */
+    int kernel_order_ms;
 } Sim;
 
 extern Sim sim;
