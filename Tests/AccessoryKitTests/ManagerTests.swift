@@ -284,6 +284,20 @@ struct ManagerTests {
         await m.shutdown()
     }
 
+    @Test func aFailedScanEvictsNothing() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager()
+        let before = await m.connectedAccessories
+        // sysfs cannot be read (EMFILE, EACCES, …): that is not an empty bus.
+        try FileManager.default.createDirectory(atPath: sysfs.root + "/1-2/busnum", withIntermediateDirectories: true)
+        #expect(await m.refresh().events.isEmpty)
+        await backend.advance(m, by: .seconds(120))
+        #expect(await m.connectedAccessories == before)
+        try FileManager.default.removeItem(atPath: sysfs.root + "/1-2")
+        #expect(await m.refresh().kept == 1)
+        await m.shutdown()
+    }
+
     @Test func shutdownDisconnectsEveryoneAndFinishesEveryStream() async throws {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")

@@ -25,6 +25,28 @@ struct SysfsScannerTests {
         #expect(devices[1].descriptor.serial == nil && devices[1].descriptor.name == nil)
     }
 
+    @Test func aScanThatCannotReadIsAFailureNotAnEmptyBus() throws {
+        let sysfs = try FakeSysfs()
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        #expect(SysfsScanner(root: sysfs.root).scan().failure == nil)
+        // A device whose busnum cannot be read (here EISDIR; EMFILE or EACCES alike).
+        try FileManager.default.createDirectory(atPath: sysfs.root + "/1-2", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: sysfs.root + "/1-2/busnum", withIntermediateDirectories: true)
+        let broken = SysfsScanner(root: sysfs.root).scan()
+        #expect(broken.devices.isEmpty)
+        #expect(broken.failure?.contains("1-2/busnum") == true && broken.failure?.contains("EISDIR") == true, "\(String(describing: broken.failure))")
+        // A root that is not a directory: a failure too; a missing one is no USB at all.
+        let file = sysfs.root + "/1-1/busnum"
+        #expect(SysfsScanner(root: file).scan().failure?.contains("cannot list") == true)
+        let missing = SysfsScanner(root: sysfs.root + "/absent").scan()
+        #expect(missing.failure == nil && missing.note != nil)
+        // A device directory that vanishes midway (no busnum any more) is only skipped.
+        try FileManager.default.removeItem(atPath: sysfs.root + "/1-2")
+        try FileManager.default.createDirectory(atPath: sysfs.root + "/1-3", withIntermediateDirectories: true)
+        let partial = SysfsScanner(root: sysfs.root).scan()
+        #expect(partial.failure == nil && partial.devices.count == 1)
+    }
+
     @Test func hubsAreListedOnlyWhenAsked() throws {
         let sysfs = try FakeSysfs()
         try sysfs.add(port: "usb1", bus: 1, address: 1, vendor: 0x1d6b, product: 0x0002, deviceClass: 9, interfaceString: "hub\n")
