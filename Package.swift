@@ -81,6 +81,6 @@ let package = Package(
         .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),
         .testTarget(
             name: "AccessoryTestingTests",
-            dependencies: ["AccessoryTesting", "AccessoryKit", "AccessoryCore", "AccessoryTestSupport"]),
+            dependencies: ["AccessoryTesting", "AccessoryKit", "AccessoryCore", "AccessoryTestSupport", .product(name: "Logging", package: "swift-log")]),
     ]
 )

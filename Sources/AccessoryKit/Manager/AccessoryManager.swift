@@ -89,8 +89,9 @@ public actor AccessoryManager {
     private var monitorTaps: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
     private var observers: [@Sendable (AccessoryEvent) -> Void] = []
     private(set) var isShutDown = false
-    /// Open sessions, by connection and protocol (see AccessoryManager+Sessions.swift).
-    var sessions: [SessionKey: AccessorySession] = [:]
+    /// Open sessions, by connection and protocol (see AccessoryManager+Sessions.swift): what
+    /// closing each needs, and its handle weakly, so a dropped session is closed, not leaked.
+    var sessions: [SessionKey: SessionEntry] = [:]
     /// Sessions being opened (their device I/O runs off the actor), so that a second open of
     /// the same protocol is refused meanwhile.
     var opening: Set<SessionKey> = []

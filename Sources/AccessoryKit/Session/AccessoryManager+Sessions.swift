@@ -38,7 +38,7 @@ extension AccessoryManager {
         let key = SessionKey(connection: id, protocolName: protocolName)
         if let holder = sessions[key] {
             throw AccessoryError(
-                .busy, "\(protocolName) on accessory \(label) is held by session '\(holder.name)'", operation: operation)
+                .busy, "\(protocolName) on accessory \(label) is held by session '\(holder.resources.name)'", operation: operation)
         }
         guard !opening.contains(key) else {
             throw AccessoryError(.busy, "\(protocolName) on accessory \(label) is being opened by another task", operation: operation)
@@ -84,7 +84,7 @@ extension AccessoryManager {
             inEndpoint: prepared.inEndpoint.address, outEndpoint: prepared.outEndpoint.address,
             maxPacketSize: max(prepared.outEndpoint.packetSize, 1), manager: self, device: prepared.device,
             detachedDriver: prepared.detachedDriver, pipe: prepared.pipe, logger: configuration.logger)
-        sessions[key] = session
+        sessions[key] = SessionEntry(handle: session, resources: session.resources)
         prepared.pipe.startInput()
         configuration.logger.debug(
             "opened \(session): \(protocolName) on accessory \(label), interface \(prepared.interface), endpoints \(hexByte(prepared.outEndpoint.address)) and \(hexByte(prepared.inEndpoint.address))")
@@ -276,7 +276,7 @@ extension AccessoryManager {
 
     /// The sessions open now, in name order.
     public var openSessions: [AccessorySession] {
-        sessions.values.sorted { $0.name < $1.name }
+        sessions.values.compactMap(\.handle).filter { !$0.isClosed }.sorted { $0.name < $1.name }
     }
 
     /// A session's data plane over the device's transfer queues for its two endpoints.
@@ -304,22 +304,23 @@ extension AccessoryManager {
 
     /// Ends every session on a connection that the manager has just disconnected.
     func endSessions(of id: ConnectionID, reason: DisconnectReason) {
-        for (key, session) in sessions where key.connection == id {
-            session.connectionEnded(reason)
+        for (key, entry) in sessions where key.connection == id {
+            entry.resources.connectionEnded(reason)
         }
     }
 
-    /// Closes the sessions still open, each with a warning that names it. Runs at shutdown,
-    /// while the event thread still completes their transfers.
+    /// Closes the sessions still open, each with a warning that names it (dropped ones whose
+    /// close is under way too). Runs at shutdown, while the event thread still completes
+    /// their transfers.
     func closeSessionsAtShutdown() async {
-        for session in openSessions {
-            configuration.logger.warning("closing session '\(session.name)' still open at shutdown")
-            session.connectionEnded(.shutdown)
-            await session.close()
+        for entry in sessions.values.sorted(by: { $0.resources.name < $1.resources.name }) {
+            configuration.logger.warning("closing session '\(entry.resources.name)' still open at shutdown")
+            entry.resources.connectionEnded(.shutdown)
+            await entry.resources.close(manager: self)
         }
     }
 
-    func sessionDidClose(_ session: AccessorySession) {
-        if sessions[session.key] === session { sessions[session.key] = nil }
+    func sessionDidClose(_ resources: SessionResources) {
+        if sessions[resources.key]?.resources === resources { sessions[resources.key] = nil }
     }
 }

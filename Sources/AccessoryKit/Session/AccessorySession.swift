@@ -51,23 +51,9 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     let manager: AccessoryManager
     let key: SessionKey
     let pipe: DataPlane
-    private let logger: Logger
-    private let lifecycle: Locked<Lifecycle>
-
-    private struct Lifecycle {
-        /// The open device; `nil` once closed.
-        var device: (any USBDeviceConnection)?
-        /// Whether the session detached a kernel driver, to attach again at close.
-        var detachedDriver: Bool
-        var phase: Phase = .open
-    }
-
-    private enum Phase {
-        case open
-        /// Closing; these wait for it to finish.
-        case closing([CheckedContinuation<Void, Never>])
-        case closed
-    }
+    /// What closing needs. The manager keeps it, and only a weak reference to this handle,
+    /// so that a session nobody holds any more is closed and reported (see `deinit`).
+    let resources: SessionResources
 
     init(
         name: String, accessory: Accessory, protocolName: String, options: Options, interface: UInt8,
@@ -85,8 +71,18 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
         self.manager = manager
         self.key = SessionKey(connection: accessory.connectionID, protocolName: protocolName)
         self.pipe = pipe
-        self.logger = logger
-        self.lifecycle = Locked(Lifecycle(device: device, detachedDriver: detachedDriver))
+        self.resources = SessionResources(
+            name: name, label: Self.label(accessory), key: key, interface: interface, device: device,
+            detachedDriver: detachedDriver, pipe: pipe, logger: logger)
+    }
+
+    /// A session dropped without ``close()`` would keep its device and interface for as long
+    /// as the manager lives: it is closed now, in the background, with a warning that names it.
+    deinit {
+        guard !resources.isClosed else { return }
+        resources.logger.warning(
+            "session '\(name)' on accessory \(resources.label) was dropped without close(); closing it")
+        Task { [resources, manager] in await resources.close(manager: manager) }
     }
 
     public var description: String { "session '\(name)'" }
@@ -189,7 +185,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     public func clearStall() async throws(AccessoryError) {
         try await pipe.beginClearingStall().get()
         defer { pipe.endClearingStall() }
-        guard let device = lifecycle.withLock({ $0.device }) else {
+        guard let device = resources.device else {
             throw AccessoryError(.sessionClosed, "\(self) is closed", operation: "clear stall")
         }
         do {
@@ -208,9 +204,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     }
 
     /// Whether ``close()`` has finished.
-    public var isClosed: Bool {
-        lifecycle.withLock { if case .closed = $0.phase { true } else { false } }
-    }
+    public var isClosed: Bool { resources.isClosed }
 
     /// Closes the session: drops queued output (``flush()`` first to send it), cancels the
     /// transfers in flight and waits for them, releases the interface and attaches again a
@@ -220,66 +214,14 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     /// Idempotent, and not cancellable: it always runs to the end. A second call waits for
     /// the first to finish.
     public func close() async {
-        let first: Bool? = lifecycle.withLock { l in
-            switch l.phase {
-            case .open:
-                l.phase = .closing([])
-                return true
-            case .closing: return false
-            case .closed: return nil
-            }
-        }
-        guard let first else { return }
-        guard first else {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let done: Bool = lifecycle.withLock { l in
-                    guard case .closing(var waiters) = l.phase else { return true }
-                    waiters.append(c)
-                    l.phase = .closing(waiters)
-                    return false
-                }
-                if done { c.resume() }
-            }
-            return
-        }
-
-        await pipe.close()
-        let (device, detached) = lifecycle.withLock { ($0.device, $0.detachedDriver) }
-        if let device {
-            do {
-                try device.releaseInterface(interfaceNumber)
-            } catch {
-                if error.code.disconnectReason == nil {
-                    logger.warning("\(self): cannot release interface \(interfaceNumber): \(error)")
-                }
-            }
-            if detached {
-                do {
-                    try device.attachKernelDriver(interface: interfaceNumber)
-                } catch {
-                    if error.code.disconnectReason == nil {
-                        logger.warning("\(self): cannot attach the kernel driver to interface \(interfaceNumber) again: \(error)")
-                    }
-                }
-            }
-        }
-        pipe.releaseTransfers()
-        await manager.sessionDidClose(self)
-        let waiters: [CheckedContinuation<Void, Never>] = lifecycle.withLock { l in
-            l.device = nil  // the last reference: libusb_close, here, off the event thread
-            defer { l.phase = .closed }
-            if case .closing(let waiters) = l.phase { return waiters }
-            return []
-        }
-        logger.debug("\(self) closed")
-        for c in waiters { c.resume() }
+        await resources.close(manager: manager)
     }
 
     // MARK: Internal
 
     /// Ends both directions because the manager disconnected this session's connection.
     func connectionEnded(_ reason: DisconnectReason) {
-        pipe.fail(disconnectedError(reason))
+        resources.connectionEnded(reason)
     }
 
     func disconnectedError(_ reason: DisconnectReason) -> AccessoryError {
