@@ -85,6 +85,8 @@ public actor AccessoryManager {
     private var registry = ConnectionRegistry()
     private var entries: [ConnectionID: Entry] = [:]
     private var subscribers: [UInt64: AsyncStream<AccessoryEvent>.Continuation] = [:]
+    /// Bounded subscribers (``updates(includingCurrent:bufferLimit:)``).
+    private var updateBuffers: [UInt64: UpdateBuffer] = [:]
     private var nextSubscriber: UInt64 = 0
     private var monitorTaps: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
     private var observers: [@Sendable (AccessoryEvent) -> Void] = []
@@ -168,6 +170,7 @@ public actor AccessoryManager {
         timerTask?.cancel()
         pendingReconcile?.cancel()
         for continuation in subscribers.values { continuation.finish() }
+        for buffer in updateBuffers.values { buffer.finish() }
     }
 
     // MARK: Public API
@@ -178,7 +181,9 @@ public actor AccessoryManager {
     }
 
     /// A new stream of notifications. Each call makes a new subscriber; every subscriber
-    /// gets every notification, with an unbounded buffer so a slow one never blocks anyone.
+    /// gets every notification, with an unbounded buffer so a slow one never blocks anyone
+    /// (a subscriber that stops reading grows it without limit: where that can happen, use
+    /// the bounded ``updates(includingCurrent:bufferLimit:)``).
     ///
     /// - Parameter includingCurrent: first yield `.connected` for every accessory already
     ///   connected, atomically with subscribing: nothing is missed or repeated.
@@ -199,6 +204,31 @@ public actor AccessoryManager {
             Task { await self?.unsubscribe(id) }
         }
         return stream
+    }
+
+    /// A new bounded stream of notifications: as ``events(includingCurrent:)``, but when more
+    /// than `bufferLimit` wait unread, they collapse into a
+    /// ``AccessoryUpdate/resynchronized(missed:)`` mark followed by the difference between
+    /// what this subscriber has seen and the accessories connected now (see
+    /// ``AccessoryUpdates``). Memory stays bounded however far behind it falls.
+    public func updates(includingCurrent: Bool = true, bufferLimit: Int = 1024) -> AccessoryUpdates {
+        let buffer = UpdateBuffer(limit: bufferLimit, current: includingCurrent ? [] : connectedAccessories)
+        guard !isShutDown else {
+            buffer.finish()
+            return AccessoryUpdates(buffer: buffer)
+        }
+        if includingCurrent {
+            for accessory in connectedAccessories { buffer.push(.connected(accessory)) }
+        }
+        let id = nextSubscriber
+        nextSubscriber += 1
+        updateBuffers[id] = buffer
+        buffer.onTermination.withLock { $0 = { [weak self] in Task { await self?.removeUpdateBuffer(id) } } }
+        return AccessoryUpdates(buffer: buffer)
+    }
+
+    private func removeUpdateBuffer(_ id: UInt64) {
+        updateBuffers[id] = nil
     }
 
     /// Reconciles now with a fresh sysfs scan.
@@ -255,6 +285,8 @@ public actor AccessoryManager {
         deliver(registry.shutdown(), infos: [:])
         for continuation in subscribers.values { continuation.finish() }
         subscribers.removeAll()
+        for buffer in updateBuffers.values { buffer.finish() }
+        updateBuffers.removeAll()
         for continuation in monitorTaps.values { continuation.finish() }
         monitorTaps.removeAll()
         observers.removeAll()  // they may hold what holds the manager
@@ -416,6 +448,7 @@ public actor AccessoryManager {
             sent.append(event)
             for observer in observers { observer(event) }
             for continuation in subscribers.values { continuation.yield(event) }
+            for buffer in updateBuffers.values { buffer.push(event) }
         }
         return sent
     }
