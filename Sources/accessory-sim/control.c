@@ -8,6 +8,7 @@
  * line per accessory and nothing else.
  *
  *   plug SPEC [--port P] [--silent]   -> ok BUS ADDRESS PORT
+ *       (SPEC may end in ",interface=N": the interface's bInterfaceNumber, 0-255)
  *   unplug BUS:ADDRESS [--silent]     -> ok
  *   unplug BUS:ADDRESS --urbs-first [--uevent-delay MS] -> ok, once the remove
  *       uevent is sent: the pending URBs fail first (OUT -ESHUTDOWN, IN -EPROTO),
@@ -415,7 +416,7 @@ static void cmd_ioctl_log(gchar **argv, GString *out)
     GString *claimed = g_string_new(NULL);
     for (int i = 0; i < SIM_NIFACES; i++)
         if (inst->claim_owner[i])
-            g_string_append_printf(claimed, "%s%d", claimed->len ? "," : "", i);
+            g_string_append_printf(claimed, "%s%u", claimed->len ? "," : "", (unsigned)inst->spec.interface + (unsigned)i);
     GString *halted = g_string_new(NULL);
     if (inst->halted_out)
         g_string_append(halted, "0x01");
@@ -449,8 +450,10 @@ static void cmd_kernel_driver(gchar **argv, GString *out)
         return;
     const char *name = strcmp(argv[3], "-") == 0 ? NULL : argv[3];
     g_rec_mutex_lock(&sim.lock);
+    long asked = ifno;
+    ifno = ifno < 0 ? SIM_NIFACES : (long)IFACE_SLOT(inst, ifno);
     if (ifno >= SIM_NIFACES)
-        g_string_append_printf(out, "error no interface %ld\n", ifno);
+        g_string_append_printf(out, "error no interface %ld\n", asked);
     else if (name && inst->claim_owner[ifno])
         g_string_append_printf(out, "error interface %ld is claimed\n", ifno);
     else {

@@ -60,7 +60,12 @@ static gboolean valid_usb_string(const char *s)
 
 gboolean spec_parse(const char *text, Spec *out, char **error)
 {
-    gchar **parts = g_strsplit(text, ":", 4);
+    /* Options after the first comma: ",interface=N". */
+    const char *comma = strchr(text, ',');
+    gchar *head = comma ? g_strndup(text, (gsize)(comma - text)) : g_strdup(text);
+    gchar **options = comma ? g_strsplit(comma + 1, ",", -1) : g_new0(gchar *, 1);
+    gchar **parts = g_strsplit(head, ":", 4);
+    g_free(head);
     guint n = g_strv_length(parts);
     gboolean ok = FALSE;
 
@@ -85,11 +90,27 @@ gboolean spec_parse(const char *text, Spec *out, char **error)
     } else {
         out->protocol = g_strdup(DEFAULT_PROTOCOL);
     }
+    for (gchar **o = options; *o; o++) {
+        if (g_str_has_prefix(*o, "interface=")) {
+            const char *num = *o + strlen("interface=");
+            char *end = NULL;
+            guint64 v = g_ascii_strtoull(num, &end, 10);
+            if (!*num || !end || *end || v > 255) {
+                *error = g_strdup_printf("usage: bad option '%s' in '%s' (interface=N, N 0-255)", *o, text);
+                goto out;
+            }
+            out->interface = (guint8)v;
+        } else {
+            *error = g_strdup_printf("usage: unknown option '%s' in '%s' (this accessory-sim knows interface=N)", *o, text);
+            goto out;
+        }
+    }
     ok = TRUE;
 out:
     if (!ok)
         spec_clear(out);
     g_strfreev(parts);
+    g_strfreev(options);
     return ok;
 }
 
@@ -105,6 +126,7 @@ void spec_copy(Spec *dst, const Spec *src)
     dst->pid = src->pid;
     dst->serial = g_strdup(src->serial);
     dst->protocol = g_strdup(src->protocol);
+    dst->interface = src->interface;
 }
 
 /* ---- descriptors ---------------------------------------------------------- */
@@ -120,8 +142,9 @@ static GBytes *accessory_descriptors(const Spec *s)
         1, 2, (guint8)(s->serial ? 3 : 0), 1,
         /* configuration 1: bus powered, 100 mA */
         9, 0x02, 32, 0, 1, 1, 0, 0x80, 50,
-        /* interface 0: vendor specific, iInterface 4 = PROTOCOL */
-        9, 0x04, 0, 0, 2, 0xff, 0x00, 0x00, 4,
+        /* the interface (bInterfaceNumber from the spec, default 0): vendor specific,
+         * iInterface 4 = PROTOCOL */
+        9, 0x04, s->interface, 0, 2, 0xff, 0x00, 0x00, 4,
         /* bulk OUT 0x01, 512 bytes */
         7, 0x05, 0x01, 0x02, 0x00, 0x02, 0,
         /* bulk IN 0x81, 512 bytes */
@@ -206,7 +229,7 @@ static Instance *instance_new(const Spec *spec, const char *port, int addr, gboo
         inst->kdriver_last[0] = g_strdup("hub");
     } else {
         inst->syspath = g_strdup_printf("%s/usb%d/%s", HCD_SYSPATH, SIM_BUS, port);
-        inst->ifname = g_strdup_printf("%s:1.0", port);
+        inst->ifname = g_strdup_printf("%s:1.%u", port, (unsigned)spec->interface);
         inst->descriptors = accessory_descriptors(spec);
         inst->strings[1] = g_strdup("Example");
         inst->strings[2] = g_strdup("Loopback Accessory");

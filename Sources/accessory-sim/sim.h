@@ -29,7 +29,13 @@ typedef struct {
     guint16 pid;
     char *serial;   /* NULL: no serial number */
     char *protocol; /* interface string (iInterface) */
+    guint8 interface; /* ",interface=N": the protocol interface's bInterfaceNumber */
 } Spec;
+
+/* The one interface an instance has lives in slot 0 of the per-interface
+ * arrays; this maps a bInterfaceNumber from a client to its slot, or to
+ * SIM_NIFACES (no such interface). */
+#define IFACE_SLOT(inst, n) ((unsigned int)(n) == (unsigned int)(inst)->spec.interface ? 0u : (unsigned int)SIM_NIFACES)
 
 typedef enum { FAULT_NONE = 0, FAULT_STALL, FAULT_TIMEOUT } FaultKind;
 

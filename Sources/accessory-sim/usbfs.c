@@ -602,13 +602,13 @@ static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avai
             inst->halted_in = inst->halted_out = FALSE;
             return 0;
         case USB_REQ_GET_INTERFACE:
-            if (!in || wIndex >= SIM_NIFACES)
+            if (!in || IFACE_SLOT(inst, wIndex) >= SIM_NIFACES)
                 return -EPIPE;
             tmp[0] = 0;
             n = 1;
             break;
         case USB_REQ_SET_INTERFACE:
-            if (wIndex >= SIM_NIFACES || wValue != 0)
+            if (IFACE_SLOT(inst, wIndex) >= SIM_NIFACES || wValue != 0)
                 return -EPIPE;
             inst->halted_in = inst->halted_out = FALSE;
             return 0;
@@ -887,7 +887,7 @@ static void do_usbfs_ioctl(Instance *inst, Client *c, UMockdevIoctlClient *ioc, 
         return;
     }
     struct usbdevfs_ioctl *ctl = (struct usbdevfs_ioctl *)d->data;
-    int ifno = ctl->ifno;
+    int ifno = ctl->ifno < 0 ? -1 : (int)IFACE_SLOT(inst, ctl->ifno);
     unsigned long code = (unsigned long)(unsigned int)ctl->ioctl_code;
     g_object_unref(d);
     (void)c;
@@ -940,7 +940,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
     if (inst->gone) {
         if (req == USBDEVFS_RELEASEINTERFACE) {
             v = read_uint(arg, &ok);
-            if (ok && v < SIM_NIFACES && inst->claim_owner[v] == c) {
+            if (ok && (v = IFACE_SLOT(inst, v)) < SIM_NIFACES && inst->claim_owner[v] == c) {
                 inst->claim_owner[v] = NULL;
                 inst->releases++;
             }
@@ -983,7 +983,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
             fail(ioc, EFAULT);
         else if (v >= 32)
             fail(ioc, EINVAL);
-        else if ((err = check_claim(inst, c, v)) != 0)
+        else if ((err = check_claim(inst, c, IFACE_SLOT(inst, v))) != 0)
             fail(ioc, err);
         else
             reply(ioc, 0, 0);
@@ -993,7 +993,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
         v = read_uint(arg, &ok);
         if (!ok) {
             fail(ioc, EFAULT);
-        } else if (v >= SIM_NIFACES || inst->claim_owner[v] != c) {
+        } else if ((v = IFACE_SLOT(inst, v)) >= SIM_NIFACES || inst->claim_owner[v] != c) {
             fail(ioc, EINVAL);
         } else {
             inst->claim_owner[v] = NULL;
@@ -1009,7 +1009,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
         }
         struct usbdevfs_setinterface si = *(struct usbdevfs_setinterface *)d->data;
         g_object_unref(d);
-        if ((err = check_claim(inst, c, si.interface)) != 0)
+        if ((err = check_claim(inst, c, IFACE_SLOT(inst, si.interface))) != 0)
             fail(ioc, err == ENOENT ? EINVAL : err);
         else if (si.altsetting != 0)
             fail(ioc, EINVAL);
@@ -1083,8 +1083,9 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
             return;
         }
         struct usbdevfs_getdriver *gd = (struct usbdevfs_getdriver *)d->data;
-        if (gd->interface < SIM_NIFACES && inst->kdriver[gd->interface]) {
-            g_strlcpy(gd->driver, inst->kdriver[gd->interface], sizeof(gd->driver));
+        unsigned int slot = IFACE_SLOT(inst, gd->interface);
+        if (slot < SIM_NIFACES && inst->kdriver[slot]) {
+            g_strlcpy(gd->driver, inst->kdriver[slot], sizeof(gd->driver));
             reply(ioc, 0, 0);
         } else {
             fail(ioc, ENODATA);
@@ -1101,6 +1102,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
         struct usbdevfs_disconnect_claim dc = *(struct usbdevfs_disconnect_claim *)d->data;
         g_object_unref(d);
         dc.driver[sizeof(dc.driver) - 1] = '\0';
+        dc.interface = IFACE_SLOT(inst, dc.interface);
         if (dc.interface >= SIM_NIFACES) {
             fail(ioc, EINVAL);
             return;

@@ -50,6 +50,23 @@ extension LiveCLITests {
             #expect(r.stdout == "by address\n")
         }
 
+        @Test("An accessory whose protocol interface is number 5 opens and echoes on interface 5; one numbered 40 (beyond libusb's 32) fails clearly, without a crash")
+        func interfaceNumbers() throws {
+            let five = try Simulator.plug("1209:00c9:IFACE5,interface=5")
+            defer { _ = try? Simulator.ctl("unplug", five) }
+            let list = try CLI.run(OpenCLI.accessoryctl, ["list", "--json"])
+            #expect(list.stdout.contains("IFACE5"))
+            let echoed = try CLI.run(OpenCLI.accessoryctl, ["open", five, "--idle-timeout", "0.2"] + Self.loopback, stdin: Data("five".utf8))
+            #expect(echoed.status == 0 && echoed.stdout == "five", "\(echoed.stderr)")
+            let forty = try Simulator.plug("1209:00ca:IFACE40,interface=40")
+            defer { _ = try? Simulator.ctl("unplug", forty) }
+            let failed = try CLI.run(OpenCLI.accessoryctl, ["open", forty] + Self.loopback, stdin: Data("x".utf8))
+            #expect(failed.status == 1, "\(failed.stderr)")
+            #expect(failed.stderr.contains("error: ") && !failed.stderr.contains("Fatal error"), "\(failed.stderr)")
+            #expect(throws: (any Error).self) { try Simulator.ctl("plug", "1209:00cb:BAD,interface=256") }
+            #expect(throws: (any Error).self) { try Simulator.ctl("plug", "1209:00cb:BAD,sparkles") }
+        }
+
         @Test("An unknown protocol exits 1 naming what the accessory speaks")
         func unknownProtocol() throws {
             let r = try OpenCLI.run("open", "1209:0001:SN1", "--protocol", "org.example.nope")
