@@ -67,6 +67,25 @@ extension LiveCLITests {
             #expect(throws: (any Error).self) { try Simulator.ctl("plug", "1209:00cb:BAD,sparkles") }
         }
 
+        @Test("Cloned serials: open VID:PID:SERIAL exits 1 naming both ports; open PORT opens the one asked for")
+        func clonedSerials() throws {
+            let a = try Simulator.plug("1209:00cc:TWIN")
+            let b = try Simulator.plug("1209:00cc:TWIN")
+            defer { _ = try? Simulator.ctl("unplug", a); _ = try? Simulator.ctl("unplug", b) }
+            let ports = try Simulator.ctl(["list"]).joined(separator: " ")
+            let ambiguous = try CLI.run(OpenCLI.accessoryctl, ["open", "1209:00cc:TWIN"] + Self.loopback, stdin: Data())
+            #expect(ambiguous.status == 1)
+            let list = try CLI.run(OpenCLI.accessoryctl, ["list", "--json"])
+            let twinPorts = list.stdout.components(separatedBy: "{").filter { $0.contains("TWIN") }.compactMap { entry -> String? in
+                guard let r = entry.range(of: "\"port\":\"") else { return nil }
+                return String(entry[r.upperBound...].prefix { $0 != "\"" })
+            }
+            #expect(twinPorts.count == 2, "\(list.stdout) \(ports)")
+            for port in twinPorts { #expect(ambiguous.stderr.contains(port), "\(ambiguous.stderr)") }
+            let byPort = try CLI.run(OpenCLI.accessoryctl, ["open", twinPorts[0], "--idle-timeout", "0.2"] + Self.loopback, stdin: Data("one".utf8))
+            #expect(byPort.status == 0 && byPort.stdout == "one", "\(byPort.stderr)")
+        }
+
         @Test("An unknown protocol exits 1 naming what the accessory speaks")
         func unknownProtocol() throws {
             let r = try OpenCLI.run("open", "1209:0001:SN1", "--protocol", "org.example.nope")
