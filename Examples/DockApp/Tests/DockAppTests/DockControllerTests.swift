@@ -26,7 +26,8 @@ func eventually(_ condition: () async -> Bool) async -> Bool {
         #expect(await eventually { await controller.greetings.count == 2 })
         await usb.advance(by: .milliseconds(100))      // the debounced reconcile after the plug
         await usb.unplug(second, silently: true)       // the event is lost
-        await usb.advance(by: .seconds(2))             // the periodic reconcile finds the ghost
+        await usb.advance(by: .milliseconds(2250))     // the periodic reconcile finds it gone; with
+                                                       // no LEFT event within 250 ms, a ghost
         #expect(await eventually { await controller.endings.count == 2 })
 
         running.cancel()
