@@ -32,7 +32,27 @@ struct OutputStateMachineTests {
         // An empty write is a zero-length packet even without the option.
         var plain = Self.machine(zlp: false)
         #expect(plain.write(1, [][...]).submits.map(\.count) == [0])
-        #expect(plain.write(2, Self.bytes(1024)[...]).submits.map(\.count) == [1024])
+        // Whole packets while a transfer is in flight wait for it (or for a whole transfer).
+        #expect(plain.write(2, Self.bytes(1024)[...]).submits.isEmpty)
+        #expect(plain.completed(.completed, length: 0, operation: "bulk OUT 0x01", device: "d").submits.map(\.count) == [1024])
+    }
+
+    @Test func smallWritesGatherIntoWholeTransfersWhileOthersAreInFlight() {
+        var m = Self.machine(transferSize: 64 * 1024, inFlight: 4)
+        // Nothing in flight: a lone small write goes at once.
+        #expect(m.write(1, Self.bytes(16 * 1024)[...]).submits.map(\.count) == [16 * 1024])
+        // One in flight: whole-packet writes gather until a whole transfer is queued.
+        var sent: [Int] = []
+        for id in 2...5 { sent += m.write(UInt64(id), Self.bytes(16 * 1024)[...]).submits.map(\.count) }
+        #expect(sent == [64 * 1024])
+        // A write that ends with a short packet (a message) goes at once.
+        sent = m.write(6, Self.bytes(16 * 1024)[...]).submits.map(\.count)
+        #expect(sent.isEmpty)
+        sent = m.write(7, Self.bytes(100)[...]).submits.map(\.count)
+        #expect(sent == [16 * 1024 + 100])
+        // A flush sends what is held.
+        #expect(m.write(8, Self.bytes(512)[...]).submits.isEmpty)
+        #expect(m.flush(9).submits.map(\.count) == [512])
     }
 
     @Test func writesOnPacketBoundariesShareATransfer() {

@@ -59,6 +59,9 @@ struct OutputStateMachine: Sendable {
         var bytes: ArraySlice<UInt8>
         /// A zero-length packet, sent as a transfer of its own.
         var isZeroLengthPacket = false
+        /// Whether this ends a write with a short packet or is a zero-length packet: the end
+        /// of a message, which is never held back.
+        var endsMessage = false
     }
 
     /// A write waiting for room: the bytes not yet queued.
@@ -72,6 +75,8 @@ struct OutputStateMachine: Sendable {
     struct Output: Sendable {
         var queue: Deque<Segment> = []
         var queuedBytes = 0
+        /// Queued segments that end a message (see ``Segment/endsMessage``).
+        var queuedMessageEnds = 0
         /// The lengths of the transfers in flight, oldest first.
         var inFlight: Deque<Int> = []
         var writers: Deque<Writer> = []
@@ -306,7 +311,9 @@ struct OutputStateMachine: Sendable {
     /// Moves waiting writes into the queue, submits transfers, and resolves flushes.
     private mutating func pump(_ o: inout Output, _ actions: inout Actions, eager: Bool = false) {
         admit(&o, &actions, eager: eager)
-        while o.inFlight.count < configuration.transfersInFlight, let transfer = nextTransfer(&o) {
+        while o.inFlight.count < configuration.transfersInFlight,
+            let transfer = nextTransfer(&o, allowShort: o.inFlight.isEmpty || !o.flushers.isEmpty || o.queuedMessageEnds > 0)
+        {
             actions.submits.append(transfer)
             o.inFlight.append(transfer.count)
             submitted &+= 1
@@ -328,8 +335,10 @@ struct OutputStateMachine: Sendable {
         while var w = o.writers.first {
             let room = configuration.bufferCapacity - o.queuedBytes
             if w.rest.count <= room {
-                if !w.rest.isEmpty { o.queue.append(Segment(bytes: w.rest)) }
-                if w.zeroLengthPacket { o.queue.append(Segment(bytes: [], isZeroLengthPacket: true)) }
+                let short = w.rest.count % packet != 0
+                if !w.rest.isEmpty { o.queue.append(Segment(bytes: w.rest, endsMessage: short)) }
+                if w.zeroLengthPacket { o.queue.append(Segment(bytes: [], isZeroLengthPacket: true, endsMessage: true)) }
+                o.queuedMessageEnds += (short ? 1 : 0) + (w.zeroLengthPacket ? 1 : 0)
                 o.queuedBytes += w.rest.count
                 o.writers.removeFirst()
                 actions.resumptions.append((w.id, .success(())))
@@ -346,10 +355,18 @@ struct OutputStateMachine: Sendable {
     }
 
     /// Takes the next transfer's bytes from the queue.
-    private func nextTransfer(_ o: inout Output) -> ArraySlice<UInt8>? {
+    ///
+    /// - Parameter allowShort: whether less than a whole transfer may go. While transfers
+    ///   are in flight it may not, unless a flush waits or a write's end (a short packet, a
+    ///   zero-length packet) is queued: small writes of whole packets then gather into whole
+    ///   transfers, as Nagle's algorithm gathers segments, and go at the next completion at
+    ///   the latest. A lone small write, and the end of every message, go at once.
+    private func nextTransfer(_ o: inout Output, allowShort: Bool) -> ArraySlice<UInt8>? {
         guard let first = o.queue.first else { return nil }
+        if !allowShort, o.queuedBytes < configuration.transferSize { return nil }
         if first.isZeroLengthPacket {
             o.queue.removeFirst()
+            o.queuedMessageEnds -= 1
             return []
         }
         let size = configuration.transferSize
@@ -365,6 +382,7 @@ struct OutputStateMachine: Sendable {
                 break
             }
             o.queue.removeFirst()
+            if segment.endsMessage { o.queuedMessageEnds -= 1 }
             // A short packet ends a write, and the transfer with it.
             if length % configuration.maxPacketSize != 0 { break }
         }
@@ -378,6 +396,7 @@ struct OutputStateMachine: Sendable {
     /// Stops the output with `error` (see the type's doc).
     private mutating func stop(_ o: inout Output, _ error: AccessoryError, _ actions: inout Actions) {
         o.queue.removeAll()
+        o.queuedMessageEnds = 0
         o.queuedBytes = 0
         for i in o.writers.indices { o.writers[i].rest = [] }
         actions.cancelAll = !o.inFlight.isEmpty
@@ -411,6 +430,7 @@ struct OutputStateMachine: Sendable {
 
     private mutating func goneAway(_ o: inout Output, _ sign: DeviceGoneSign, _ actions: inout Actions) {
         o.queue.removeAll()
+        o.queuedMessageEnds = 0
         o.queuedBytes = 0
         for i in o.writers.indices { o.writers[i].rest = [] }
         actions.cancelAll = !o.inFlight.isEmpty
