@@ -58,7 +58,7 @@ public actor AccessoryManager {
     /// What started a reconcile, for the log.
     enum Trigger: String, Sendable {
         case initial, debounced, periodic, wake, noDevice = "no-device", refresh, snapshot
-        /// A second look after a reconcile found entries gone.
+        /// The look again when an entry's wait for its LEFT event (or a NO_DEVICE's) ends.
         case confirm
     }
 
@@ -467,7 +467,7 @@ public actor AccessoryManager {
 
     /// Reconciles with the host's OS truth taken as authoritative, as a trace's `snapshot`
     /// is: no instance counts as dead for lagging behind its LEFT event, and no entry waits
-    /// for confirmation.
+    /// for one.
     package func reconcileWithAuthoritativeTruth() {
         guard !isShutDown else { return }
         policy.forgetGone()
