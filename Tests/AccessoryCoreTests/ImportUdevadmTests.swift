@@ -44,6 +44,16 @@ struct ImportUdevadmTests {
 
     // MARK: The corpus
 
+    @Test("A timestamp digit with a combining mark is no digit (a fuzzer's finding: it trapped)")
+    func combiningMarkInATimestamp() throws {
+        let header = "KERNEL[2231.5\u{301}00112] remove   /devices/pci0000:00/0000:00:14.0/usb1/1-4/1-4.2 (usb)\n"
+        #expect(UdevadmEvent(header: Substring(header.dropLast()), line: 1) == nil)
+        #expect(UdevadmEvent.micros("2231.5\u{301}00112") == nil)
+        #expect(UdevadmEvent.micros("2\u{301}231.500112") == nil)
+        #expect(UdevadmEvent.micros("2231.500112") == 2_231_500_112)
+        _ = try? importText(header)  // whatever it says, it must not trap
+    }
+
     @Test("yunfei00: a CH340 removed and added on 1-7.2 (plain form, tty and usb-serial skipped)", .needsCorpus)
     func yunfei00() throws {
         let result = try importCorpus("yunfei00-udevadm-monitor-ch340-remove-add.log")

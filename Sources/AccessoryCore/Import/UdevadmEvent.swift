@@ -53,7 +53,7 @@ struct UdevadmEvent: Sendable {
             let digits = parts[1]
             guard !digits.isEmpty, digits.allSatisfy(\.isDigit) else { return nil }
             for (k, c) in digits.prefix(6).enumerated() {
-                fraction += Int64(c.wholeNumberValue!) * [100_000, 10_000, 1000, 100, 10, 1][k]
+                fraction += Int64(c.asciiValue! - 0x30) * [100_000, 10_000, 1000, 100, 10, 1][k]
             }
         }
         return seconds * 1_000_000 + fraction
@@ -199,5 +199,7 @@ struct UdevadmEvent: Sendable {
 }
 
 extension Character {
-    fileprivate var isDigit: Bool { self >= "0" && self <= "9" }
+    /// An ASCII digit, and nothing more: a digit with a combining mark after it ("5\u{301}")
+    /// is one Character that compares between "0" and "9" but has no ASCII value.
+    fileprivate var isDigit: Bool { asciiValue.map { $0 >= 0x30 && $0 <= 0x39 } ?? false }
 }
