@@ -626,6 +626,18 @@ static void unlink_in_testbed(const char *rel)
     g_free(path);
 }
 
+/* Removes the /dev node (and udev's record of it) only. */
+static void remove_node(Instance *inst)
+{
+    unlink_in_testbed(inst->devnode);
+    char *info = g_strdup(inst->devnode + strlen("/dev/"));
+    g_strdelimit(info, "/", '_');
+    char *rel = g_strdup_printf("/dev/.node/%s", info);
+    unlink_in_testbed(rel);
+    g_free(rel);
+    g_free(info);
+}
+
 /* Takes the device out of the testbed: what umockdev_testbed_remove_device()
  * does, in the reverse order of materialize(). */
 static void dematerialize(Instance *inst, gboolean silent)
@@ -650,13 +662,7 @@ static void dematerialize(Instance *inst, gboolean silent)
     rel = g_strdup_printf("/sys/dev/char/189:%d", minor_of(inst));
     unlink_in_testbed(rel);
     g_free(rel);
-    unlink_in_testbed(inst->devnode);
-    char *info = g_strdup(inst->devnode + strlen("/dev/"));
-    g_strdelimit(info, "/", '_');
-    rel = g_strdup_printf("/dev/.node/%s", info);
-    unlink_in_testbed(rel);
-    g_free(rel);
-    g_free(info);
+    remove_node(inst);
 
     if (!umockdev_testbed_detach_ioctl(sim.testbed, inst->devnode, &err)) {
         g_printerr("accessory-sim: detaching %s: %s\n", inst->devnode, err ? err->message : "failed");
@@ -888,18 +894,6 @@ void device_unplug(Instance *inst, gboolean silent)
     dematerialize(inst, silent);
     sim_log("unplugged %d:%d port %s%s", inst->bus, inst->addr, inst->port, silent ? " (silent)" : "");
     instance_unref(inst); /* the table's reference */
-}
-
-/* Removes the /dev node (and udev's record of it) only. */
-static void remove_node(Instance *inst)
-{
-    unlink_in_testbed(inst->devnode);
-    char *info = g_strdup(inst->devnode + strlen("/dev/"));
-    g_strdelimit(info, "/", '_');
-    char *rel = g_strdup_printf("/dev/.node/%s", info);
-    unlink_in_testbed(rel);
-    g_free(rel);
-    g_free(info);
 }
 
 /* The kernel's order on a real unplug: the pending URBs fail first (OUT with

@@ -61,7 +61,7 @@ struct UpdatesTests {
 
     @Test("Random plugs, unplugs and reader pauses: the promise holds and the reader ends with the truth", arguments: [1, 2, 3, 4, 5, 6, 7, 8])
     func randomPauses(seed: UInt64) async throws {
-        var rng = SplitMixForTests(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let usb = SimulatedUSB()
         try await withAccessoryManager(usb: usb) { manager in
             let limit = 4 + Int(rng.next() % 16)
@@ -85,18 +85,5 @@ struct UpdatesTests {
             let (seen, _) = Self.replay(taken)
             #expect(Set(seen.keys) == Set(await manager.connectedAccessories.map(\.connectionID)))
         }
-    }
-}
-
-/// A small seeded generator for the tests.
-struct SplitMixForTests {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
