@@ -12,6 +12,15 @@ public struct SimulatedAccessory: Sendable {
     public var manufacturer: String?
     public var name: String?
     public var bcdDevice: UInt16
+    /// Its part in Android Open Accessory, when it plays a phone (``androidPhone(serial:product:responder:)``).
+    var androidRole: AndroidRole?
+
+    enum AndroidRole: Sendable, Hashable {
+        /// A phone that switches into accessory mode on START.
+        case phone
+        /// The phone in accessory mode (18d1:2d01).
+        case accessoryMode
+    }
 
     public init(
         vendor: UInt16, product: UInt16, serial: String? = nil, protocols: [String] = ["org.example.loopback"],
@@ -29,12 +38,38 @@ public struct SimulatedAccessory: Sendable {
     }
 }
 
+extension SimulatedAccessory {
+    /// An Android phone (18d1:`product`) that speaks Android Open Accessory 2, as
+    /// `accessory-sim`'s `,android` accessory does: it answers GET_PROTOCOL (51) with 2
+    /// (clearing the strings it holds, as real phones do), stores SEND_STRING (52) indices
+    /// 0–5, and on START (53) leaves and comes back on the same port at the next address as
+    /// 18d1:2d01 with the same serial, speaking `android.accessory` on interface 0. There
+    /// `responder` plays the phone's app. ``SimulatedUSB/accessoryStrings(of:)`` reads the
+    /// strings it received.
+    public static func androidPhone(serial: String, product: UInt16 = 0x4ee7, responder: SimulatedResponder = .loopback) -> SimulatedAccessory {
+        var phone = SimulatedAccessory(
+            vendor: 0x18d1, product: product, serial: serial, protocols: [], responder: responder, manufacturer: "Google", name: "Pixel 8")
+        phone.androidRole = .phone
+        return phone
+    }
+
+    /// What the phone becomes in accessory mode.
+    var inAccessoryMode: SimulatedAccessory {
+        var a = SimulatedAccessory(
+            vendor: 0x18d1, product: 0x2d01, serial: serial, protocols: ["android.accessory"], responder: responder,
+            manufacturer: manufacturer, name: name, bcdDevice: bcdDevice)
+        a.androidRole = .accessoryMode
+        return a
+    }
+}
+
 extension SimulatedAccessory: Hashable {
     // The responder is behaviour, not identity: two accessories with the same IDs, strings
     // and protocols are equal.
     public static func == (lhs: SimulatedAccessory, rhs: SimulatedAccessory) -> Bool {
         lhs.vendor == rhs.vendor && lhs.product == rhs.product && lhs.serial == rhs.serial && lhs.protocols == rhs.protocols
             && lhs.manufacturer == rhs.manufacturer && lhs.name == rhs.name && lhs.bcdDevice == rhs.bcdDevice
+            && lhs.androidRole == rhs.androidRole
     }
 
     public func hash(into hasher: inout Hasher) {

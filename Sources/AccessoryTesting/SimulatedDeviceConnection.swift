@@ -12,6 +12,7 @@ import Synchronization
 final class SimulatedDeviceConnection: USBDeviceConnection {
     let node: String
     private let responder: SimulatedResponder
+    private let androidRole: SimulatedAccessory.AndroidRole?
     private let system: SimulatedSystem
     private let instance: UInt64
     private let configuration: USBConfiguration?
@@ -44,6 +45,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         self.system = system
         self.instance = device.instance
         self.responder = accessory.responder
+        self.androidRole = accessory.androidRole
         self.configuration = device.info.configuration
         self.node = "bus \(device.info.descriptor.bus) address \(address)"
         guard system.watch(instance: device.instance, { [weak self] inStatus in self?.deviceGone(inStatus: inStatus) }) else {
@@ -108,14 +110,35 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
 
     func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration? { configuration }
 
-    func makeEndpointQueue(endpoint: UInt8, maxPacketSize: Int, transfers: Int, transferSize: Int) throws(AccessoryError) -> any EndpointQueue {
+    func makeEndpointQueue(
+        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
+    ) throws(AccessoryError) -> any EndpointQueue {
         try checkPresent("open endpoint 0x\(String(endpoint, radix: 16))")
-        let queue = SimulatedEndpointQueue(connection: self, endpoint: endpoint, maxPacketSize: maxPacketSize, capacity: transfers)
+        let queue = SimulatedEndpointQueue(connection: self, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, capacity: transfers)
         state.withLock { s in
             let pair = endpoint & 0x0f
             if endpoint & 0x80 != 0 { s.queues[pair, default: Queues()].input = queue } else { s.queues[pair, default: Queues()].output = queue }
         }
         return queue
+    }
+
+    /// A control request goes to the accessory's Android Open Accessory part when it plays
+    /// a phone, else to its responder.
+    func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8] {
+        let operation = controlOperation(request, isIn: data.isIn)
+        try checkPresent(operation)
+        let outData: [UInt8]? = if case .send(let bytes) = data { bytes } else { nil }
+        let reply = androidRole.flatMap { role in
+            system.androidControl(instance: instance, role: role, request, outData)
+        } ?? responder.onControl(request, outData)
+        switch reply {
+        case .stall:
+            throw AccessoryError(.stall, "\(node) refused the request (STALL)", operation: operation)
+        case .accept:
+            return []
+        case .data(let bytes):
+            return data.isIn ? Array(bytes.prefix(data.length)) : []
+        }
     }
 
     // MARK: The event queue

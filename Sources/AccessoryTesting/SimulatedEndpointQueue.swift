@@ -22,12 +22,12 @@ final class SimulatedEndpointQueue: EndpointQueue {
     let connection: SimulatedDeviceConnection
     private let state = Locked<(handler: (@Sendable (TransferCompletion) -> Void)?, transfers: [Transfer])>((nil, []))
 
-    init(connection: SimulatedDeviceConnection, endpoint: UInt8, maxPacketSize: Int, capacity: Int) {
+    init(connection: SimulatedDeviceConnection, endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, capacity: Int) {
         self.connection = connection
         self.endpoint = endpoint
         self.maxPacketSize = maxPacketSize
         self.capacity = capacity
-        self.operation = bulkOperation(endpoint)
+        self.operation = endpointOperation(endpoint, type)
         self.device = connection.node
     }
 

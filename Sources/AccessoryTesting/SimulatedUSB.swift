@@ -19,7 +19,33 @@ public actor SimulatedUSB {
     }
 
     /// An empty system with one bus.
-    public init() {}
+    public init() {
+        system.setModeSwitchHandler { [weak self] instance in
+            Task { await self?.switchToAccessoryMode(instance: instance) }
+        }
+    }
+
+    /// The Android Open Accessory strings (indices 0–5, `nil` for one never sent) that
+    /// `device`, an ``SimulatedAccessory/androidPhone(serial:product:responder:)`` or the
+    /// accessory-mode instance it became, received; `[]` when it is not there.
+    public func accessoryStrings(of device: SimulatedDevice) -> [String?] {
+        guard let present = system.device(named: device.port), present.info.descriptor.address == device.address else { return [] }
+        return system.androidStrings(instance: present.instance)
+    }
+
+    /// A phone got START: it leaves (with its removal event) and comes back on the same
+    /// port at the next address in accessory mode, holding the strings it received.
+    private func switchToAccessoryMode(instance: UInt64) async {
+        guard let phone = system.devices.first(where: { $0.instance == instance }), let accessory = phone.accessory else { return }
+        let port = phone.info.descriptor.port
+        system.endConnections(instance: instance, inStatus: .error)
+        await settle()
+        guard let gone = system.detach(port: port), gone.instance == instance else { return }
+        await deliver(HotplugNotice(kind: .left, descriptor: gone.info.descriptor))
+        let fresh = system.attach(accessory.inAccessoryMode, port: port)
+        system.copyAndroidStrings(from: instance, to: fresh.instance)
+        await deliver(HotplugNotice(kind: .arrived, descriptor: fresh.info.descriptor))
+    }
 
     /// The virtual clock. Managers on this simulation use it; so may the test.
     public nonisolated var clock: SimulatedClock { SimulatedClock(system: system) }

@@ -5,11 +5,21 @@ public struct Accessory: Hashable, Sendable, Identifiable {
     /// Set when another accessory connected at the time it arrived had the same VID, PID and
     /// serial (cloned serials): its physical identity then includes its port.
     public var hasClonedSerial: Bool
+    /// The connection this one continues, when it is a re-enumeration of it: the same
+    /// port's connection that ended shortly before (within
+    /// ``ConnectionRegistry/linkWindow``) and that was the same physical accessory, or that
+    /// the manager itself switched into a new mode (Android Open Accessory, a reset). The
+    /// fresh connection after a ghost eviction names the ghost. Never a hidden ID.
+    public var previousConnectionID: ConnectionID?
 
-    public init(connectionID: ConnectionID, descriptor: AccessoryDescriptor, hasClonedSerial: Bool = false) {
+    public init(
+        connectionID: ConnectionID, descriptor: AccessoryDescriptor, hasClonedSerial: Bool = false,
+        previousConnectionID: ConnectionID? = nil
+    ) {
         self.connectionID = connectionID
         self.descriptor = descriptor
         self.hasClonedSerial = hasClonedSerial
+        self.previousConnectionID = previousConnectionID
     }
 
     public var id: ConnectionID { connectionID }

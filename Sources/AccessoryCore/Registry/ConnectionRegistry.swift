@@ -9,6 +9,11 @@
 /// their own (``ConnectionID/isHidden``), so they never consume the numbers users see: the
 /// same accessories get the same IDs whatever else is plugged in. One that becomes shown
 /// later gets its first shown ID then (``promote(_:)``).
+///
+/// Re-enumeration links: an admission names the connection it continues
+/// (``Accessory/previousConnectionID``) when the same port's last connection ended at most
+/// ``linkWindow`` before (by ``now``) and was the same physical accessory, or was switched
+/// into a new mode by its owner (``expectModeSwitch(of:)``).
 public struct ConnectionRegistry: Sendable {
     /// Why the registry asks for a reconcile against the OS truth.
     public enum Suspicion: Hashable, Sendable {
@@ -35,6 +40,25 @@ public struct ConnectionRegistry: Sendable {
     /// arrives late (reordered events), it is not admitted.
     private var tombstones: [DeviceRemoval] = []
     private static let maxTombstones = 64
+    /// The last connection that ended on each port, for re-enumeration links.
+    private var ended: [PortKey: Ended] = [:]
+    /// Connections their owner is switching into a new mode: their successor on the port
+    /// links to them whatever its IDs.
+    private var switching: Set<ConnectionID> = []
+
+    private struct Ended: Sendable {
+        var id: ConnectionID
+        var descriptor: AccessoryDescriptor
+        var at: Duration
+        var switched: Bool
+    }
+
+    /// The time of the event being applied, on the caller's clock (a manager's monotonic
+    /// clock, a trace's `t`). The registry reads no clock: it uses this only to decide
+    /// whether a connection that ended is recent enough to be linked.
+    public var now: Duration = .zero
+    /// How soon after a connection ended its successor on the same port is linked to it.
+    public var linkWindow: Duration = .seconds(5)
 
     /// Set by a wake, an overflow or an unknown removal; cleared by a reconcile.
     public private(set) var isSuspect = false
@@ -142,7 +166,7 @@ public struct ConnectionRegistry: Sendable {
         // Cloned serials: another entry with this VID:PID:serial makes the newcomer's
         // identity include its port.
         let cloned = (serialIdentity(d).flatMap { serialCounts[$0] } ?? 0) > 0
-        let accessory = Accessory(connectionID: id, descriptor: d, hasClonedSerial: cloned)
+        let accessory = Accessory(connectionID: id, descriptor: d, hasClonedSerial: cloned, previousConnectionID: predecessor(of: d))
         entries[accessory.connectionID] = accessory
         count(d, +1)
         if let key = d.key { byKey[key] = accessory.connectionID }
@@ -155,8 +179,11 @@ public struct ConnectionRegistry: Sendable {
     /// - Returns: the entry under its new ID; `nil` if `id` is not a hidden entry.
     public mutating func promote(_ id: ConnectionID) -> Accessory? {
         guard id.isHidden, let old = entries.removeValue(forKey: id) else { return nil }
-        let accessory = Accessory(connectionID: ConnectionID(rawValue: nextID), descriptor: old.descriptor, hasClonedSerial: old.hasClonedSerial)
+        let accessory = Accessory(
+            connectionID: ConnectionID(rawValue: nextID), descriptor: old.descriptor, hasClonedSerial: old.hasClonedSerial,
+            previousConnectionID: old.previousConnectionID)
         nextID += 1
+        if switching.remove(id) != nil { switching.insert(accessory.connectionID) }
         entries[accessory.connectionID] = accessory
         if let key = old.descriptor.key, byKey[key] == id { byKey[key] = accessory.connectionID }
         if byPort[old.descriptor.portKey] == id { byPort[old.descriptor.portKey] = accessory.connectionID }
@@ -170,7 +197,33 @@ public struct ConnectionRegistry: Sendable {
         count(d, -1)
         if let key = d.key, byKey[key] == id { byKey[key] = nil }
         if byPort[d.portKey] == id { byPort[d.portKey] = nil }
+        let switched = switching.remove(id) != nil
+        if reason != .shutdown {
+            if ended.count >= Self.maxEnded { ended = ended.filter { now - $0.value.at <= linkWindow } }
+            ended[d.portKey] = Ended(id: id, descriptor: d, at: now, switched: switched)
+        }
         return .disconnected(accessory, reason)
+    }
+
+    /// Says that the owner of connection `id` is about to make it re-enumerate in a new
+    /// mode (an Android Open Accessory switch, a reset): the next connection on its port
+    /// within ``linkWindow`` of its end continues it, whatever its IDs.
+    public mutating func expectModeSwitch(of id: ConnectionID) {
+        guard entries[id] != nil else { return }
+        switching.insert(id)
+    }
+
+    private static let maxEnded = 4096
+
+    /// The shown connection that a new instance on `d`'s port continues, if any; it is then
+    /// used up.
+    private mutating func predecessor(of d: AccessoryDescriptor) -> ConnectionID? {
+        guard let last = ended[d.portKey], !last.id.isHidden, now - last.at <= linkWindow, now >= last.at else { return nil }
+        let old = last.descriptor
+        let same = agree(old.vendor, d.vendor) && agree(old.product, d.product) && agree(old.serial, d.serial)
+        guard same || last.switched else { return nil }
+        ended[d.portKey] = nil
+        return last.id
     }
 
     /// Disconnects everything with reason `shutdown`, in ID order.

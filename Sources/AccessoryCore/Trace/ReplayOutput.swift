@@ -3,7 +3,8 @@
 ///
 /// One line per notification:
 /// `{"notification":"connected","connectionID":1,"bus":1,"address":5,"port":"1-1.4","vendor":"1209","product":"0001","serial":"SN1"}`;
-/// a disconnection adds `"reason"` and, for an eviction, `"evidence"`. The last line is
+/// a connection that continues another adds `"previous"`; a disconnection adds `"reason"`
+/// and, for an eviction, `"evidence"`. The last line is
 /// `{"final":[…]}` with the registry's entries. Unknown fields are left out. Lines are
 /// appended to ``bytes``; hand them to a sink with ``write(to:)``.
 package struct ReplayOutput: Sendable {
@@ -18,6 +19,10 @@ package struct ReplayOutput: Sendable {
         case .connected(let a):
             JSONBytes.appendRaw("\"connected\",", to: &bytes)
             Self.appendAccessory(a, to: &bytes)
+            if let previous = a.previousConnectionID {
+                JSONBytes.appendRaw(",\"previous\":", to: &bytes)
+                JSONBytes.appendUInt(UInt(previous.rawValue), to: &bytes)
+            }
         case .disconnected(let a, let reason):
             JSONBytes.appendRaw("\"disconnected\",", to: &bytes)
             Self.appendAccessory(a, to: &bytes)

@@ -25,8 +25,10 @@ public struct TraceReplayer: Sendable {
     }
 
     /// Applies one record and returns the notifications it caused, in delivery order.
+    /// The record's `t` is the registry's ``ConnectionRegistry/now``, for re-enumeration links.
     public mutating func apply(_ record: TraceRecord) -> [AccessoryEvent] {
-        apply(record.event)
+        if record.t.isFinite, record.t >= 0 { registry.now = .seconds(record.t) }
+        return apply(record.event)
     }
 
     /// Applies one event and returns the notifications it caused, in delivery order.

@@ -115,9 +115,14 @@ package struct DeviceGoneSign: Hashable, Sendable {
     }
 }
 
-/// An endpoint's name in errors and logs: `bulk IN 0x81`, `bulk OUT 0x01`.
-package func bulkOperation(_ endpoint: UInt8) -> String {
-    "bulk \(endpoint & 0x80 != 0 ? "IN" : "OUT") \(hexByte(endpoint))"
+/// An endpoint's name in errors and logs: `bulk IN 0x81`, `interrupt OUT 0x01`.
+package func endpointOperation(_ endpoint: UInt8, _ type: USBEndpoint.TransferType = .bulk) -> String {
+    "\(type) \(endpoint & 0x80 != 0 ? "IN" : "OUT") \(hexByte(endpoint))"
+}
+
+/// A control transfer's name in errors and logs: `control IN vendor device request 51 (value 0, index 0)`.
+package func controlOperation(_ request: ControlRequest, isIn: Bool) -> String {
+    "control \(isIn ? "IN" : "OUT") \(request)"
 }
 
 /// `0x81`: a byte as two lowercase hexadecimal digits.

@@ -13,9 +13,17 @@ package protocol USBDeviceConnection: AnyObject, Sendable {
     func clearHalt(endpoint: UInt8) throws(AccessoryError)
     /// Resets the device (a port reset): it may come back under a new address.
     func reset() throws(AccessoryError)
-    /// A transfer queue on one endpoint, with `transfers` transfers of up to `transferSize`
-    /// bytes each.
-    func makeEndpointQueue(endpoint: UInt8, maxPacketSize: Int, transfers: Int, transferSize: Int) throws(AccessoryError) -> any EndpointQueue
+    /// A transfer queue on one bulk or interrupt endpoint, with `transfers` transfers of up
+    /// to `transferSize` bytes each.
+    func makeEndpointQueue(
+        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
+    ) throws(AccessoryError) -> any EndpointQueue
+    /// One control transfer on endpoint 0. It can be cancelled: cancelling the task ends it
+    /// with `.cancelled`.
+    /// - Returns: the bytes received (IN), or `[]` (OUT).
+    /// - Throws: `.stall` when the device refuses the request, `.timeout`, `.cancelled`,
+    ///   `.accessoryDisconnected` when the device is gone.
+    func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8]
     /// The active configuration with its interfaces' string descriptors read from the
     /// device, or `nil` when they cannot be read.
     func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration?

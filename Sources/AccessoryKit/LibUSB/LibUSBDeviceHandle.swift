@@ -170,13 +170,20 @@ final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
         return USBStringDescriptor.decode(try rawStringDescriptor(index: index, language: langID, timeout: timeout))
     }
 
+    func makeEndpointQueue(
+        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
+    ) throws(AccessoryError) -> any EndpointQueue {
+        try LibUSBTransferQueue(
+            device: self, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, transfers: transfers, transferSize: transferSize)
+    }
+
+    func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8] {
+        try await LibUSBControlTransfer(device: self, request: request, data: data).run(timeout: timeout)
+    }
+
     /// The active configuration with each interface's string read from the device: the
     /// protocol names of vendor-specific interfaces, when sysfs has no `interface` file.
     /// An interface whose string cannot be read keeps a `nil` name.
-    func makeEndpointQueue(endpoint: UInt8, maxPacketSize: Int, transfers: Int, transferSize: Int) throws(AccessoryError) -> any EndpointQueue {
-        try LibUSBTransferQueue(device: self, endpoint: endpoint, maxPacketSize: maxPacketSize, transfers: transfers, transferSize: transferSize)
-    }
-
     func configurationWithInterfaceNames(timeout: Duration = .milliseconds(500)) -> USBConfiguration? {
         guard var configuration = record.configuration else { return nil }
         guard configuration.interfaces.contains(where: { $0.nameIndex != 0 }),
@@ -211,7 +218,7 @@ final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
         let status = libusb_bulk_transfer(
             raw, endpoint, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(clamping: buffer.count),
             &transferred, Self.milliseconds(timeout))
-        try LibUSB.check(status, bulkOperation(endpoint), device: node)
+        try LibUSB.check(status, endpointOperation(endpoint), device: node)
         return Int(transferred)
     }
 

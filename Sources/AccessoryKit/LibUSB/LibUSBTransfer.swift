@@ -10,7 +10,8 @@ protocol TransferCompletionHandler: AnyObject, Sendable {
     func transferCompleted(_ transfer: LibUSBTransfer, status: TransferStatus, length: Int)
 }
 
-/// One asynchronous bulk transfer on one endpoint, with its own data buffer.
+/// One asynchronous bulk, interrupt or control transfer on one endpoint, with its own data
+/// buffer.
 ///
 /// This object is the single owner of the `libusb_transfer` and of the buffer: both are
 /// freed exactly once, in `deinit`. libusb's `user_data` points at this object without a
@@ -34,12 +35,18 @@ final class LibUSBTransfer: @unchecked Sendable {
     unowned let handler: any TransferCompletionHandler
     /// The endpoint's name for errors, such as `bulk IN 0x81`.
     let operation: String
+    /// A control transfer's buffer starts with the 8-byte setup packet.
+    let isControl: Bool
 
     /// A completion that arrived before an older transfer's (guarded by the handler's lock).
     var pending: TransferCompletion?
 
-    /// Allocates a transfer and a buffer of `capacity` bytes for a bulk endpoint.
-    init(device: LibUSBDeviceHandle, endpoint: UInt8, capacity: Int, handler: any TransferCompletionHandler) throws(AccessoryError) {
+    /// Allocates a transfer and a buffer of `capacity` bytes for an endpoint of `type` (for a
+    /// control transfer, endpoint 0 and the setup packet included in `capacity`).
+    init(
+        device: LibUSBDeviceHandle, endpoint: UInt8, type: USBEndpoint.TransferType = .bulk, capacity: Int,
+        handler: any TransferCompletionHandler, operation: String? = nil
+    ) throws(AccessoryError) {
         guard let transfer = libusb_alloc_transfer(0) else {
             throw AccessoryError(.io, "cannot allocate a libusb transfer", operation: "libusb_alloc_transfer")
         }
@@ -48,10 +55,15 @@ final class LibUSBTransfer: @unchecked Sendable {
         self.device = device
         self.endpoint = endpoint
         self.handler = handler
-        self.operation = bulkOperation(endpoint)
+        self.operation = operation ?? endpointOperation(endpoint, type)
+        self.isControl = type == .control
         device.withUnsafeHandle { transfer.pointee.dev_handle = $0 }
         transfer.pointee.endpoint = endpoint
-        transfer.pointee.type = UInt8(LIBUSB_TRANSFER_TYPE_BULK.rawValue)
+        switch type {
+        case .control: transfer.pointee.type = UInt8(LIBUSB_TRANSFER_TYPE_CONTROL.rawValue)
+        case .interrupt: transfer.pointee.type = UInt8(LIBUSB_TRANSFER_TYPE_INTERRUPT.rawValue)
+        case .bulk, .isochronous: transfer.pointee.type = UInt8(LIBUSB_TRANSFER_TYPE_BULK.rawValue)
+        }
         transfer.pointee.buffer = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
         transfer.pointee.callback = libusbTransferCallback
         transfer.pointee.user_data = Unmanaged.passUnretained(self).toOpaque()
@@ -86,11 +98,14 @@ final class LibUSBTransfer: @unchecked Sendable {
         _ = libusb_cancel_transfer(raw)
     }
 
-    /// A copy of the first `length` bytes of the buffer.
+    /// A copy of the first `length` data bytes of the buffer (after a control transfer's
+    /// setup packet).
     func copyBytes(_ length: Int) -> [UInt8] {
+        let start = isControl ? 8 : 0
+        let length = min(length, buffer.count - start)
         guard length > 0 else { return [] }
         return [UInt8](unsafeUninitializedCapacity: length) { out, count in
-            out.baseAddress!.update(from: buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count: length)
+            out.baseAddress!.update(from: buffer.baseAddress!.assumingMemoryBound(to: UInt8.self) + start, count: length)
             count = length
         }
     }

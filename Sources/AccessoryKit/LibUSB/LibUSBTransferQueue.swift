@@ -2,8 +2,8 @@ import AccessoryCore
 import DequeModule
 import Synchronization
 
-/// An ``EndpointQueue`` over libusb: a fixed set of ``LibUSBTransfer``s for one bulk
-/// endpoint, each with its own buffer.
+/// An ``EndpointQueue`` over libusb: a fixed set of ``LibUSBTransfer``s for one bulk or
+/// interrupt endpoint, each with its own buffer.
 ///
 /// libusb may call back out of order (two transfers finishing in one event-handling pass);
 /// this queue holds an early completion until every older one has been reported, so the
@@ -29,16 +29,19 @@ final class LibUSBTransferQueue: EndpointQueue, TransferCompletionHandler {
     }
 
     /// Allocates `transfers` transfers of `transferSize` bytes each for `endpoint`.
-    init(device handle: LibUSBDeviceHandle, endpoint: UInt8, maxPacketSize: Int, transfers: Int, transferSize: Int) throws(AccessoryError) {
+    init(
+        device handle: LibUSBDeviceHandle, endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int,
+        transferSize: Int
+    ) throws(AccessoryError) {
         precondition(transfers > 0 && transferSize > 0)
         self.endpoint = endpoint
         self.maxPacketSize = max(maxPacketSize, 1)
         self.capacity = transfers
-        self.operation = bulkOperation(endpoint)
+        self.operation = endpointOperation(endpoint, type)
         self.device = handle.node.description
         var idle: [LibUSBTransfer] = []
         for _ in 0..<transfers {
-            idle.append(try LibUSBTransfer(device: handle, endpoint: endpoint, capacity: transferSize, handler: self))
+            idle.append(try LibUSBTransfer(device: handle, endpoint: endpoint, type: type, capacity: transferSize, handler: self))
         }
         state.withLock { $0.idle = idle }
     }

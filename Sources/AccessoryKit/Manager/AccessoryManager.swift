@@ -108,6 +108,12 @@ public actor AccessoryManager {
     /// simulated host runs them itself, in order, with ``runDue(until:)``.
     private var pendingDeadline: (at: Duration, trigger: Trigger)?
     private var nextTick: Duration
+    /// A replayed trace's time (its records' `t`): while set, the registry dates its events
+    /// by it instead of the host's clock, so re-enumeration links come out as in
+    /// `accessoryctl replay`.
+    package var recordedTime: Duration?
+    /// The time the registry dates events by.
+    private var registryTime: Duration { recordedTime ?? host.uptime().monotonic }
     /// The judgement calls: instances known gone, waits for LEFT events, stale arrivals,
     /// visibility (see ``HotplugPolicy``).
     private var policy: HotplugPolicy
@@ -326,6 +332,16 @@ public actor AccessoryManager {
     // MARK: Internal API for sessions
 
     /// The address of a connection still in the registry (hidden or not), or `nil`.
+    /// Says that this manager is about to make a connection re-enumerate in a new mode (an
+    /// AOA switch, a reset): its successor on the port links to it
+    /// (``Accessory/previousConnectionID``) whatever its IDs.
+    func expectModeSwitch(of id: ConnectionID) {
+        registry.expectModeSwitch(of: id)
+    }
+
+    /// The registry's entry for a connection, visible or not.
+    func registry(_ id: ConnectionID) -> Accessory? { registry[id] }
+
     func connectedAddress(of id: ConnectionID) -> Int? {
         registry[id]?.descriptor.address
     }
@@ -413,6 +429,7 @@ public actor AccessoryManager {
 
     private func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil, shown: Bool = true) {
         if arrival.map(isVisible) ?? true { tap(event) }
+        registry.now = registryTime
         let update = registry.apply(event, isShown: { _ in shown && (arrival.map(isVisible) ?? true) })
         deliver(update.events, infos: arrival.map { [$0.descriptor: $0] } ?? [:])
         if let suspicion = update.suspicion {
@@ -474,11 +491,17 @@ public actor AccessoryManager {
         reconcile(.snapshot)
     }
 
+    /// Dates the registry's events by a replayed trace's time (`nil`: the host's clock again).
+    package func setRecordedTime(_ time: Duration?) {
+        recordedTime = time
+    }
+
     /// Applies a recorded `sleep`, `wake` or `overflow` to the registry, as a replay does:
     /// the registry suspects itself; the next snapshot reconciles it.
     package func applyRecorded(_ event: HotplugEvent) {
         guard !isShutDown else { return }
         tap(event)
+        registry.now = registryTime
         deliver(registry.apply(event).events, infos: [:])
     }
 
@@ -511,7 +534,7 @@ public actor AccessoryManager {
 
     /// Runs one reconcile soon, after ``Configuration/debounce`` (or at `at`), unless one is
     /// pending that falls due no later.
-    private func scheduleReconcile(_ trigger: Trigger = .debounced, at: Duration? = nil) {
+    func scheduleReconcile(_ trigger: Trigger = .debounced, at: Duration? = nil) {
         guard !isShutDown else { return }
         let now = host.uptime().monotonic
         let due = max(at ?? now + configuration.debounce, now)
@@ -582,6 +605,7 @@ public actor AccessoryManager {
             if let key = info.descriptor.key { byKey[key] = info }
         }
         let judgement = policy.judge(registry, truth: truth, at: now, patient: patient)
+        registry.now = recordedTime ?? now
         var report = Reconciler().reconcile(
             &registry, against: HotplugPolicy.truth(truth, keeping: judgement.waiting, of: registry),
             isShown: { d in infos[d].map(isVisible) ?? true })

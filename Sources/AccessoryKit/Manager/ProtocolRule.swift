@@ -6,6 +6,8 @@ public struct ProtocolRule: Sendable, Hashable {
         case device(vendor: UInt16, product: UInt16?)
         /// An interface with this class and, if given, subclass and protocol.
         case interface(class: UInt8, subclass: UInt8?, protocol: UInt8?)
+        /// One interface, by number, of a vendor's products in a range.
+        case productInterface(vendor: UInt16, products: ClosedRange<UInt16>, interface: UInt8)
     }
 
     public var match: Match
@@ -21,6 +23,14 @@ public struct ProtocolRule: Sendable, Hashable {
     public static func device(vendor: UInt16, product: UInt16? = nil, speaks protocolName: String) -> ProtocolRule {
         ProtocolRule(protocolName, match: .device(vendor: vendor, product: product))
     }
+
+    /// Android Open Accessory: interface 0 of a phone in accessory mode (18d1:2d00–2d05)
+    /// speaks `android.accessory`. Every ``ProtocolTable`` includes it.
+    public static let androidAccessory = ProtocolRule(
+        androidAccessoryProtocol, match: .productInterface(vendor: 0x18d1, products: 0x2d00...0x2d05, interface: 0))
+
+    /// The protocol an Android phone's app speaks in accessory mode.
+    public static let androidAccessoryProtocol = "android.accessory"
 
     /// A rule for interfaces of a class, and optionally a subclass and protocol.
     public static func interface(

@@ -3,9 +3,16 @@ import AccessoryCore
 /// The protocols an application declares, and how to tell which accessories speak them.
 ///
 /// An accessory speaks the protocols named by the string descriptors of its vendor-specific
-/// (class 0xff) interfaces, plus every protocol whose rule matches it.
+/// (class 0xff) interfaces, plus every protocol whose rule matches it: the table's
+/// ``rules``, then the built-in ones (``builtInRules``).
 public struct ProtocolTable: Sendable, Hashable {
     public var rules: [ProtocolRule]
+
+    /// The rules every table has after its own: Android Open Accessory's
+    /// (``ProtocolRule/androidAccessory``).
+    public static let builtInRules: [ProtocolRule] = [.androidAccessory]
+
+    private var allRules: [ProtocolRule] { rules + Self.builtInRules }
 
     public init(rules: [ProtocolRule] = []) {
         self.rules = rules
@@ -20,7 +27,7 @@ public struct ProtocolTable: Sendable, Hashable {
         for interface in interfaces where interface.isVendorSpecific {
             if let name = interface.name, !name.isEmpty { add(name) }
         }
-        for rule in rules where matches(rule, info) { add(rule.protocolName) }
+        for rule in allRules where matches(rule, info) { add(rule.protocolName) }
         return names.isEmpty && info.configuration == nil ? nil : names
     }
 
@@ -32,9 +39,16 @@ public struct ProtocolTable: Sendable, Hashable {
     public func interface(for protocolName: String, in info: USBDeviceInfo) -> USBInterface? {
         let interfaces = (info.configuration?.interfaces ?? []).sorted { $0.alternate < $1.alternate }
         if let named = interfaces.first(where: { $0.name == protocolName }) { return named }
-        let mine = rules.filter { $0.protocolName == protocolName }
+        let mine = allRules.filter { $0.protocolName == protocolName }
         for rule in mine {
-            if case .interface = rule.match, let i = interfaces.first(where: { Self.matches(rule.match, $0) }) { return i }
+            switch rule.match {
+            case .interface:
+                if let i = interfaces.first(where: { Self.matches(rule.match, $0) }) { return i }
+            case .productInterface(_, _, let number):
+                if matches(rule, info), let i = interfaces.first(where: { $0.number == number }) { return i }
+            case .device:
+                break
+            }
         }
         guard mine.contains(where: { if case .device = $0.match { matches($0, info) } else { false } }) else { return nil }
         let bulk = { (i: USBInterface) in i.endpoints.contains { $0.transferType == .bulk } }
@@ -51,6 +65,9 @@ public struct ProtocolTable: Sendable, Hashable {
             return info.descriptor.vendor == vendor && (product == nil || info.descriptor.product == product)
         case .interface:
             return info.configuration?.interfaces.contains { Self.matches(rule.match, $0) } ?? false
+        case .productInterface(let vendor, let products, let number):
+            guard info.descriptor.vendor == vendor, let product = info.descriptor.product, products.contains(product) else { return false }
+            return info.configuration?.interfaces.contains { $0.number == number } ?? false
         }
     }
 

@@ -172,12 +172,10 @@ extension AccessoryManager {
                     + (spoken.isEmpty ? "it declares no protocol" : "it speaks \(spoken.joined(separator: ", "))"),
                 operation: operation)
         }
-        guard let inEndpoint = interface.endpoints.first(where: { $0.transferType == .bulk && $0.direction == .in }),
-            let outEndpoint = interface.endpoints.first(where: { $0.transferType == .bulk && $0.direction == .out })
-        else {
+        guard let inEndpoint = streamEndpoint(of: interface, .in), let outEndpoint = streamEndpoint(of: interface, .out) else {
             throw AccessoryError(
                 .protocolNotSupported,
-                "interface \(interface.number) of accessory \(label), which carries \(protocolName), lacks a bulk IN and OUT endpoint pair",
+                "interface \(interface.number) of accessory \(label), which carries \(protocolName), lacks an IN and an OUT endpoint (bulk or interrupt)",
                 operation: operation)
         }
 
@@ -279,6 +277,13 @@ extension AccessoryManager {
         sessions.values.compactMap(\.handle).filter { !$0.isClosed }.sorted { $0.name < $1.name }
     }
 
+    /// The endpoint a session streams through in one direction: the first bulk one, else
+    /// the first interrupt one.
+    static func streamEndpoint(of interface: USBInterface, _ direction: USBEndpoint.Direction) -> USBEndpoint? {
+        interface.endpoints.first { $0.transferType == .bulk && $0.direction == direction }
+            ?? interface.endpoints.first { $0.transferType == .interrupt && $0.direction == direction }
+    }
+
     /// A session's data plane over the device's transfer queues for its two endpoints.
     private static func makeDataPlane(
         _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint,
@@ -290,10 +295,10 @@ extension AccessoryManager {
             sessionDescription: description)
         let (input, output) = (configuration.input, configuration.output)
         let inQueue = try device.makeEndpointQueue(
-            endpoint: inEndpoint.address, maxPacketSize: inEndpoint.packetSize,
+            endpoint: inEndpoint.address, type: inEndpoint.transferType, maxPacketSize: inEndpoint.packetSize,
             transfers: input.transfersInFlight, transferSize: input.transferLength)
         let outQueue = try device.makeEndpointQueue(
-            endpoint: outEndpoint.address, maxPacketSize: outEndpoint.packetSize,
+            endpoint: outEndpoint.address, type: outEndpoint.transferType, maxPacketSize: outEndpoint.packetSize,
             transfers: output.transfersInFlight, transferSize: output.transferSize)
         return DataPlane(
             input: inQueue, output: outQueue, configuration: configuration, sleep: { try await clock.sleep(for: $0) },

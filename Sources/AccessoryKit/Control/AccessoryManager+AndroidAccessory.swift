@@ -1,0 +1,99 @@
+import AccessoryCore
+
+extension AccessoryManager {
+    /// Android Open Accessory's vendor requests.
+    enum AOA {
+        static let getProtocol: UInt8 = 51
+        static let sendString: UInt8 = 52
+        static let start: UInt8 = 53
+        static let vendor: UInt16 = 0x18d1
+        /// Accessory mode, with or without adb, audio or both.
+        static let accessoryProducts: ClosedRange<UInt16> = 0x2d00...0x2d05
+    }
+
+    /// Switches an Android phone into accessory mode (Android Open Accessory 2) and returns
+    /// the accessory it becomes once it has re-enumerated: 18d1:2d00–2d05 on the same port
+    /// at a new address, a new connection whose ``Accessory/previousConnectionID`` names the
+    /// phone's. Its interface 0 speaks ``ProtocolRule/androidAccessoryProtocol``.
+    ///
+    /// The sequence is the one real hosts use: GET_PROTOCOL (51; the phone must say 1 or 2),
+    /// SEND_STRING (52) for the six strings, then START (53), each with a 1 s timeout. It
+    /// runs on the manager, never inside a hotplug callback (where libusb answers BUSY,
+    /// libusb #408). A phone already in accessory mode is returned as it is.
+    ///
+    /// - Parameters:
+    ///   - wait: how long to wait for the phone to come back in accessory mode.
+    /// - Throws: ``AccessoryError``: `.protocolNotSupported` when the device is not an AOA
+    ///   device (GET_PROTOCOL stalls) or says protocol version 0; `.timeout` when it does not
+    ///   come back within `wait`; `.accessDenied` naming the udev rule that fixes it;
+    ///   `.notFound` when it is no longer connected; `.io` for a string over 255 bytes.
+    public func switchToAccessoryMode(
+        _ phone: Accessory, identity: AndroidAccessoryIdentity, wait: Duration = .seconds(10)
+    ) async throws(AccessoryError) -> Accessory {
+        let operation = "Android Open Accessory"
+        let label = AccessorySession.label(phone)
+        let d = phone.descriptor
+        if d.vendor == AOA.vendor, let product = d.product, AOA.accessoryProducts.contains(product) { return phone }
+        let payloads = try identity.payloads()
+        let device = try openForControl(phone, operation: operation)
+        let timeout = Duration.seconds(1)
+
+        let version: [UInt8]
+        do {
+            version = try await transfer(
+                device, ControlRequest(.vendor, request: AOA.getProtocol), .receive(2), timeout: timeout, id: phone.connectionID)
+        } catch where error.code == .stall {
+            throw AccessoryError(
+                .protocolNotSupported,
+                "accessory \(label) is not an Android Open Accessory device: it refused GET_PROTOCOL (51)",
+                operation: operation)
+        }
+        let protocolVersion = version.count == 2 ? Int(version[0]) | Int(version[1]) << 8 : 0
+        guard protocolVersion >= 1 else {
+            throw AccessoryError(
+                .protocolNotSupported,
+                "accessory \(label) answered GET_PROTOCOL (51) with version \(protocolVersion); Android Open Accessory needs 1 or 2",
+                operation: operation)
+        }
+        for (index, payload) in payloads.enumerated() {
+            _ = try await transfer(
+                device, ControlRequest(.vendor, request: AOA.sendString, index: UInt16(index)), .send(payload), timeout: timeout,
+                id: phone.connectionID)
+        }
+        // Listen before START: the phone may be back before START's completion is seen.
+        let events = self.events(includingCurrent: false)
+        expectModeSwitch(of: phone.connectionID)
+        do {
+            _ = try await device.controlTransfer(ControlRequest(.vendor, request: AOA.start), .send([]), timeout: timeout)
+        } catch where error.code.disconnectReason != nil {
+            // Gone already: some phones detach before the status stage completes.
+        }
+        configuration.logger.debug("sent START to \(label) (AOA version \(protocolVersion)); waiting for accessory mode on \(d.port)")
+        let clock = configuration.clock
+        let found: Accessory? = await withTaskGroup(of: Accessory?.self) { group in
+            group.addTask {
+                for await event in events {
+                    guard case .connected(let a) = event, a.descriptor.bus == d.bus, a.descriptor.port == d.port,
+                        a.descriptor.vendor == AOA.vendor, let product = a.descriptor.product, AOA.accessoryProducts.contains(product)
+                    else { continue }
+                    return a
+                }
+                return nil
+            }
+            group.addTask {
+                try? await clock.sleep(for: wait)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let found else {
+            throw AccessoryError(
+                .timeout,
+                "accessory \(label) did not come back in accessory mode (18d1:2d00–2d05) on port \(d.port) within \(wait)",
+                operation: operation)
+        }
+        return found
+    }
+}

@@ -1,0 +1,129 @@
+import AccessoryCore
+
+extension AccessoryManager {
+    /// Reads up to `length` bytes with a control request (device to host).
+    ///
+    /// A device- or other-recipient request needs no claimed interface. An interface- or
+    /// endpoint-recipient request claims its interface for the transfer, or goes through
+    /// the session of this process that holds it.
+    ///
+    /// The transfer is asynchronous: no thread blocks while the device answers, and
+    /// cancelling the task cancels the transfer.
+    ///
+    /// - Throws: ``AccessoryError``: `.stall` when the device refuses the request; `.timeout`;
+    ///   `.cancelled`; `.notFound` when the accessory is no longer connected; `.busy` when
+    ///   another process holds the interface; `.accessDenied` naming the udev rule that fixes
+    ///   it; `.accessoryDisconnected` when the device is gone.
+    public func controlTransfer(
+        from accessory: Accessory, _ request: ControlRequest, length: Int, timeout: Duration = .seconds(1)
+    ) async throws(AccessoryError) -> [UInt8] {
+        try await control(accessory, request, .receive(length), timeout: timeout)
+    }
+
+    /// Sends `data` (possibly nothing) with a control request (host to device). See
+    /// ``controlTransfer(from:_:length:timeout:)`` for claims, cancellation and errors.
+    public func controlTransfer(
+        to accessory: Accessory, _ request: ControlRequest, data: [UInt8] = [], timeout: Duration = .seconds(1)
+    ) async throws(AccessoryError) {
+        _ = try await control(accessory, request, .send(data), timeout: timeout)
+    }
+
+    /// Resets the accessory's device (`libusb_reset_device`, a USB port reset). A device
+    /// whose descriptors are unchanged keeps its connection; one that re-enumerates comes
+    /// back as a new connection whose ``Accessory/previousConnectionID`` names this one.
+    ///
+    /// - Throws: `.busy` while a session of this process is open on the accessory (close it
+    ///   first); otherwise as ``controlTransfer(from:_:length:timeout:)``.
+    public func reset(_ accessory: Accessory) async throws(AccessoryError) {
+        let operation = "reset"
+        let label = AccessorySession.label(accessory)
+        if let open = sessions.first(where: { $0.key.connection == accessory.connectionID }) {
+            throw AccessoryError(
+                .busy, "session '\(open.value.resources.name)' is open on accessory \(label); close it before a reset", operation: operation)
+        }
+        let device = try openForControl(accessory, operation: operation)
+        expectModeSwitch(of: accessory.connectionID)
+        do {
+            try device.reset()
+        } catch where error.code == .notFound {
+            // libusb: the device re-enumerated (its descriptors changed); the hotplug events
+            // and the link follow.
+            configuration.logger.debug("reset of \(label): the device re-enumerated")
+        } catch {
+            if error.code.disconnectReason != nil { reportNoDevice(accessory.connectionID, operation: operation) }
+            throw error
+        }
+        scheduleReconcile()
+    }
+
+    /// One control transfer on a connected accessory, through a session's claim or a device
+    /// opened for it.
+    func control(
+        _ accessory: Accessory, _ request: ControlRequest, _ data: ControlData, timeout: Duration
+    ) async throws(AccessoryError) -> [UInt8] {
+        let operation = controlOperation(request, isIn: data.isIn)
+        let id = accessory.connectionID
+        let label = AccessorySession.label(accessory)
+        let interface = request.interfaceToClaim { endpoint in
+            deviceInfo(for: id)?.configuration?.interfaces.first { $0.endpoints.contains { $0.address == endpoint } }?.number
+        }
+        if request.recipient == .endpoint, interface == nil {
+            throw AccessoryError(
+                .notFound, "accessory \(label) has no endpoint \(hexByte(UInt8(request.index & 0xff)))", operation: operation)
+        }
+        // A session of ours that holds the interface lends its claim.
+        if let interface,
+            let held = sessions.first(where: { $0.key.connection == id && $0.value.resources.interfaceNumber == interface }),
+            let device = held.value.resources.device
+        {
+            return try await transfer(device, request, data, timeout: timeout, id: id)
+        }
+        let device = try openForControl(accessory, operation: operation)
+        guard let interface else { return try await transfer(device, request, data, timeout: timeout, id: id) }
+        do {
+            try device.claimInterface(interface)
+        } catch {
+            guard error.code == .busy else { throw error }
+            throw AccessoryError(
+                .busy, "interface \(interface) of accessory \(label) is claimed by another process", operation: operation,
+                rawValue: error.rawValue)
+        }
+        defer { try? device.releaseInterface(interface) }
+        return try await transfer(device, request, data, timeout: timeout, id: id)
+    }
+
+    func transfer(
+        _ device: any USBDeviceConnection, _ request: ControlRequest, _ data: ControlData, timeout: Duration, id: ConnectionID
+    ) async throws(AccessoryError) -> [UInt8] {
+        do {
+            return try await device.controlTransfer(request, data, timeout: timeout)
+        } catch {
+            if error.code.disconnectReason != nil { reportNoDevice(id, operation: error.operation ?? "control") }
+            guard error.code == .stall || error.code == .timeout, let accessory = registry(id) else { throw error }
+            // Say which accessory refused which request.
+            let label = AccessorySession.label(accessory)
+            let what = "\(request.kind) request \(request.request) (\(request.recipient), value \(request.value), index \(request.index))"
+            throw AccessoryError(
+                error.code,
+                error.code == .stall ? "accessory \(label) refused \(what) (STALL)" : "accessory \(label) did not answer \(what) within \(timeout)",
+                operation: error.operation, rawValue: error.rawValue)
+        }
+    }
+
+    /// Opens a connected accessory's device for control requests. ACCESS says which udev
+    /// rule fixes it.
+    func openForControl(_ accessory: Accessory, operation: String) throws(AccessoryError) -> any USBDeviceConnection {
+        let label = AccessorySession.label(accessory)
+        guard let info = deviceInfo(for: accessory.connectionID) else {
+            throw AccessoryError(.notFound, "accessory \(label) (connection \(accessory.connectionID)) is not connected", operation: operation)
+        }
+        do {
+            return try openDevice(accessory.connectionID)
+        } catch where error.code == .accessDenied {
+            let hint = info.descriptor.vendor.flatMap { try? UdevRule(vendor: $0, product: info.descriptor.product) }?.installHint ?? ""
+            throw AccessoryError(
+                .accessDenied, "no permission to open \(info.devicePath ?? "the device node") of accessory \(label); install a udev rule: \(hint)",
+                operation: operation, rawValue: error.rawValue)
+        }
+    }
+}
