@@ -1,10 +1,15 @@
 import Testing
 @testable import AccessoryCore
 
-/// Checks DESIGN.md's invariants 1–3 on a notification log, as it is delivered.
+/// Checks DESIGN.md's invariants 1–3 on a notification log, as it is delivered, and that
+/// every re-enumeration link names a connection that ended earlier on the same port, the
+/// same physical accessory (no manager switched modes here), and is used once.
 struct InvariantChecker {
     private(set) var connected: [ConnectionID: Accessory] = [:]
     private var ended = Set<ConnectionID>()
+    /// Ended connections no link has named yet.
+    private var linkable: [ConnectionID: Accessory] = [:]
+    private(set) var links = 0
     private var lastID = ConnectionID.none
     private(set) var problems: [String] = []
 
@@ -16,10 +21,23 @@ struct InvariantChecker {
             if connected[id] != nil || ended.contains(id) { problems.append("ID \(id) connected twice or reused") }
             lastID = max(lastID, id)
             connected[id] = a
+            if let p = a.previousConnectionID {
+                links += 1
+                if let old = linkable.removeValue(forKey: p) {
+                    let (x, y) = (old.descriptor, a.descriptor)
+                    if x.bus != y.bus || x.port != y.port { problems.append("ID \(id) links to \(p) on another port") }
+                    if x.vendor != y.vendor || x.product != y.product || (x.serial != nil && y.serial != nil && x.serial != y.serial) {
+                        problems.append("ID \(id) links to \(p), another accessory")
+                    }
+                } else {
+                    problems.append("ID \(id) links to \(p), which has not ended or was linked already")
+                }
+            }
         case .disconnected(let a, _):
             let id = a.connectionID
             if connected.removeValue(forKey: id) == nil { problems.append("ID \(id) disconnected without a live connection") }
             ended.insert(id)
+            linkable[id] = a
         }
     }
 
@@ -81,6 +99,28 @@ struct InvariantPropertyTests {
             if !problems.isEmpty { failures.append(problems[0]) }
         }
         #expect(failures.count == 0, "traces broke an invariant; first: \(failures.prefix(3))")
+    }
+
+    @Test("Links appear in generated traces, and the checker catches a link to a live or foreign connection")
+    func linksAreChecked() {
+        var total = 0
+        for seed in UInt64(1)...200 {
+            var replayer = TraceReplayer()
+            var checker = InvariantChecker()
+            let records = TraceGenerator(.init(seed: seed, events: 80, devices: 3, buses: 1, snapshotInterval: 20))
+            for record in records { for event in replayer.apply(record) { checker.observe(event) } }
+            #expect(checker.problems.isEmpty, "seed \(seed): \(checker.problems.prefix(2))")
+            total += checker.links
+        }
+        #expect(total > 0, "no generated re-plug was linked")
+        var c = InvariantChecker()
+        let a = Accessory(connectionID: ConnectionID(rawValue: 1), descriptor: device(5))
+        c.observe(.connected(a))
+        c.observe(.connected(Accessory(connectionID: ConnectionID(rawValue: 2), descriptor: device(6, port: "1-2"), previousConnectionID: a.connectionID)))
+        #expect(c.problems.contains { $0.contains("has not ended") })
+        c.observe(.disconnected(a, .unplugged))
+        c.observe(.connected(Accessory(connectionID: ConnectionID(rawValue: 3), descriptor: device(7, port: "1-2"), previousConnectionID: a.connectionID)))
+        #expect(c.problems.contains { $0.contains("another port") })
     }
 
     @Test("The checker itself catches a reused ID and a missing device")

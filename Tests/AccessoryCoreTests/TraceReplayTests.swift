@@ -33,8 +33,10 @@ struct TraceReplayTests {
         let output = replayOutput(try TraceReader.readAll(string: trace).records)
         #expect(output.split(separator: "\n").map(String.init) == [
             Self.contractConnected, Self.contractDisconnected,
+            // The re-enumeration 0.5 s later names the connection it continues.
             Self.contractConnected.replacingOccurrences(of: #""connectionID":1,"bus":1,"address":5"#,
-                                                        with: #""connectionID":2,"bus":1,"address":6"#),
+                                                        with: #""connectionID":2,"bus":1,"address":6"#)
+                .replacingOccurrences(of: "}", with: #","previous":1}"#),
             Self.contractFinal,
         ])
         #expect(output.hasSuffix("\n"))
@@ -102,7 +104,8 @@ struct TraceReplayTests {
         let end = replayer.finish()
         #expect(end.map { ReplayOutput.line(for: $0) } == [
             #"{"notification":"disconnected","connectionID":2,"bus":1,"address":6,"port":"1-2","vendor":"1209","product":"0001","serial":"B","reason":"ghost-evicted","evidence":"absent from the OS device list"}"#,
-            #"{"notification":"connected","connectionID":3,"bus":1,"address":5,"port":"1-1","vendor":"1209","product":"0001","serial":"A"}"#,
+            // A's own connection ended at t 2 (its removal); the snapshot's A continues it.
+            #"{"notification":"connected","connectionID":3,"bus":1,"address":5,"port":"1-1","vendor":"1209","product":"0001","serial":"A","previous":1}"#,
         ])
         #expect(replayer.registry.accessories.map(\.descriptor) == [a])
         #expect(replayer.finish().isEmpty, "finishing twice does nothing more")

@@ -31,9 +31,22 @@ struct UdevRuleTests {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../udev/70-accessorykit.rules")
         let text = try String(contentsOf: url, encoding: .utf8)
         let rules = try UdevRulesParser().parse(text)
-        #expect(rules.count == 1)
+        #expect(rules.count == 2)
         #expect(rules.allSatisfy { r in !r.pairs.contains { $0.key == "MODE" && $0.value == "0666" } })
         #expect(rules[0].matches(vendor: "1209", product: "0001"))
+        for product in ["2d00", "2d01", "2d04", "2d05"] { #expect(rules[1].matches(vendor: "18d1", product: product)) }
+        #expect(!rules[1].matches(vendor: "18d1", product: "4ee7"))
+    }
+
+    @Test("The Android accessory-mode rule covers 18d1:2d00–2d05 and nothing else")
+    func androidAccessory() throws {
+        let rule = try UdevRule.androidAccessory(group: "plugdev")
+        let parsed = try #require(try UdevRulesParser().parse(rule.text).first)
+        for p in 0x2d00...0x2d05 { #expect(parsed.matches(vendor: "18d1", product: Hex.four(UInt16(p)))) }
+        for p in ["2d06", "2d10", "4ee7", "2c05"] { #expect(!parsed.matches(vendor: "18d1", product: p)) }
+        #expect(!parsed.matches(vendor: "04e8", product: "2d01"))
+        #expect(parsed.pairs.contains { $0.key == "GROUP" && $0.value == "plugdev" })
+        #expect(rule.installHint.contains("--android-accessory"))
     }
 
     @Test("The parser rejects broken rules with a line number", arguments: [

@@ -35,7 +35,15 @@ extension AccessoryManager {
         let d = phone.descriptor
         if d.vendor == AOA.vendor, let product = d.product, AOA.accessoryProducts.contains(product) { return phone }
         let payloads = try identity.payloads()
-        let device = try openForControl(phone, operation: operation)
+        let device: any USBDeviceConnection
+        do {
+            device = try openForControl(phone, operation: operation)
+        } catch where error.code == .accessDenied {
+            let mode = (try? UdevRule.androidAccessory())?.installHint ?? ""
+            throw AccessoryError(
+                .accessDenied, error.message + "; and, to open the phone in accessory mode afterwards: " + mode, operation: operation,
+                rawValue: error.rawValue)
+        }
         let timeout = Duration.seconds(1)
 
         let version: [UInt8]

@@ -8,6 +8,8 @@ public struct UdevRule: Hashable, Sendable {
     public var vendor: UInt16
     public var product: UInt16?
     public var group: String?
+    /// A udev glob for the product ID instead of ``product``, such as `2d0[0-5]`.
+    public private(set) var productPattern: String?
 
     /// The file name the README and error messages tell users to install the rule as.
     public static let fileName = "70-accessorykit.rules"
@@ -21,11 +23,21 @@ public struct UdevRule: Hashable, Sendable {
         self.group = group
     }
 
+    /// Every Android phone in accessory mode (Android Open Accessory): 18d1:2d00–2d05, the
+    /// IDs a phone takes after a switch, whatever its maker. Without it the host can switch a
+    /// phone but not open what it becomes (android-udev-rules #213).
+    public static func androidAccessory(group: String? = nil) throws(AccessoryError) -> UdevRule {
+        var rule = try UdevRule(vendor: 0x18d1, group: group)
+        rule.productPattern = "2d0[0-5]"
+        return rule
+    }
+
     /// The rule text: a comment line and one rule line, ending in a newline.
     public var text: String {
-        let ids = Hex.four(vendor) + (product.map { ":" + Hex.four($0) } ?? "")
+        let ids = Hex.four(vendor) + (product.map { ":" + Hex.four($0) } ?? productPattern.map { _ in ":2d00–2d05 (Android accessory mode)" } ?? "")
         var match = #"SUBSYSTEM=="usb", ENV{DEVTYPE}=="usb_device", ATTR{idVendor}==""# + Hex.four(vendor) + "\""
         if let product { match += #", ATTR{idProduct}==""# + Hex.four(product) + "\"" }
+        if product == nil, let productPattern { match += #", ATTR{idProduct}==""# + productPattern + "\"" }
         var grant = #"TAG+="uaccess""#
         if let group { grant += #", GROUP=""# + group + #"", MODE="0660""# }
         return "# AccessoryKit: let the seat user\(group.map { " and group \($0)" } ?? "") open USB devices \(ids)\n\(match), \(grant)\n"
@@ -33,7 +45,7 @@ public struct UdevRule: Hashable, Sendable {
 
     /// The shell commands that install the rule.
     public var installHint: String {
-        var args = "--vendor \(Hex.four(vendor))"
+        var args = productPattern == nil ? "--vendor \(Hex.four(vendor))" : "--android-accessory"
         if let product { args += " --product \(Hex.four(product))" }
         if let group { args += " --group \(group)" }
         return "accessoryctl udev-rule \(args) | sudo tee /etc/udev/rules.d/\(Self.fileName) && sudo udevadm control --reload && sudo udevadm trigger"
