@@ -9,8 +9,9 @@ struct AOACommand: AsyncParsableCommand {
         discussion: """
             Sends GET_PROTOCOL, the six identifying strings and START, then waits for the phone to \
             come back on the same port as 18d1:2d00–2d05. Prints the new connection and its link \
-            to the phone's old one, and exits 0. Its interface 0 then speaks android.accessory:
+            to the phone's old one, and exits 0. Its interface 0 then speaks android.accessory.
 
+            Examples:
               accessoryctl aoa 18d1:4ee7 --manufacturer Example --model Loopback --description "Example loopback" \\
                 --version 1.0 --uri https://example.org --serial 0001
               echo hello | accessoryctl open 18d1:2d01 --protocol android.accessory

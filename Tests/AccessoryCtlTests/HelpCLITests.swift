@@ -3,7 +3,7 @@ import Testing
 
 @Suite("accessoryctl help, completions and usage errors")
 struct HelpCLITests {
-    static let subcommands = ["list", "watch", "record", "replay", "import udevadm", "open", "doctor", "udev-rule"]
+    static let subcommands = ["list", "watch", "record", "replay", "import udevadm", "open", "doctor", "udev-rule", "control", "aoa"]
 
     @Test("Every subcommand's --help has examples", arguments: subcommands)
     func examples(subcommand: String) throws {
@@ -35,11 +35,37 @@ struct HelpCLITests {
         ["record", "/dev/null", "--reconcile-interval=-1"],
         ["open", "1209:0001", "--protocol", "p", "--idle-timeout", "1e17"],
         ["open", "1209:0001", "--protocol", "p", "--idle-timeout", "nan"],
+        ["control", "1209:0001", "--in", "--length", "2", "--type", "vendor", "--request", "1", "--timeout", "nan"],
+        ["aoa", "18d1:4ee7", "--manufacturer", "M", "--model", "M", "--wait", "0"],
     ])
     func badDurations(arguments: [String]) throws {
         let r = try CLI.run(CLI.accessoryctl, arguments)
         #expect(r.status == 64, "\(arguments): \(r.stderr)")
         #expect(r.stderr.contains("seconds"), "\(r.stderr)")
+    }
+
+    @Test("control and aoa refuse bad arguments with usage errors that say why", arguments: [
+        (["control", "1209:0001", "--type", "vendor", "--request", "1"], "exactly one of --in and --out"),
+        (["control", "1209:0001", "--in", "--out", "--length", "1", "--type", "vendor", "--request", "1"], "exactly one of --in and --out"),
+        (["control", "1209:0001", "--in", "--length", "70000", "--type", "vendor", "--request", "1"], "--length must be 0–65535"),
+        (["control", "1209:0001", "--out", "--data", "0g", "--type", "vendor", "--request", "1"], "hexadecimal"),
+        (["control", "1209:0001", "--out", "--data", "012", "--type", "vendor", "--request", "1"], "whole bytes"),
+        (["control", "1209:0001", "--out", "--type", "vendor", "--request", "256"], "--request must be a number from 0 to 255"),
+        (["control", "1209:0001", "--out", "--type", "sideways", "--request", "1"], "sideways"),
+        (["aoa", "18d1:4ee7", "--manufacturer", String(repeating: "m", count: 300), "--model", "M"], "at most 255 bytes"),
+        (["udev-rule", "--android-accessory", "--vendor", "1209"], "--android-accessory"),
+    ])
+    func controlUsage(arguments: [String], message: String) throws {
+        let r = try CLI.run(CLI.accessoryctl, arguments)
+        #expect(r.status == 64, "\(arguments): \(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+    }
+
+    @Test("udev-rule --android-accessory prints the accessory-mode rule")
+    func androidRule() throws {
+        let r = try CLI.run(CLI.accessoryctl, ["udev-rule", "--android-accessory"])
+        #expect(r.status == 0)
+        #expect(r.stdout.contains(#"ATTR{idVendor}=="18d1", ATTR{idProduct}=="2d0[0-5]""#), "\(r.stdout)")
     }
 
     @Test("udev-rule prints one narrow rule")
