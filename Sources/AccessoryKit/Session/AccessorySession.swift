@@ -9,7 +9,8 @@ import Foundation
 #endif
 
 /// A conversation with an accessory in one protocol: `EASession` for Linux, over a claimed
-/// vendor-specific interface with one bulk IN and one bulk OUT endpoint.
+/// interface with an IN and an OUT endpoint: bulk ones, or interrupt ones where the
+/// interface has no bulk endpoint in that direction. Both kinds behave the same here.
 ///
 /// Open one with ``AccessoryManager/withSession(to:protocol:name:options:isolation:_:)``
 /// (scoped: the session is closed however the body ends) or
@@ -22,7 +23,7 @@ import Foundation
 /// }
 /// ```
 ///
-/// - ``input`` delivers what the accessory sends, fed by several bulk IN transfers in
+/// - ``input`` delivers what the accessory sends, fed by several IN transfers in
 ///   flight, with a bounded buffer for back-pressure.
 /// - ``write(_:)`` queues bytes, which go out in transfers kept in flight, and returns once
 ///   they are queued; ``flush()`` waits until the accessory has accepted them.
@@ -42,7 +43,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     public let options: Options
     /// The claimed interface.
     public let interfaceNumber: UInt8
-    /// The bulk IN and OUT endpoint addresses, such as `0x81` and `0x01`.
+    /// The IN and OUT endpoint addresses, such as `0x81` and `0x01`.
     public let inEndpoint: UInt8
     public let outEndpoint: UInt8
     /// The OUT endpoint's packet size, which decides when a zero-length packet is needed.

@@ -2,9 +2,9 @@ extension AccessorySession {
     /// How a session moves data. The defaults suit a high-speed bulk accessory. Each
     /// setting has one name, prefixed `read` or `write` where it concerns one direction.
     public struct Options: Sendable, Hashable {
-        /// Bulk IN transfers kept in flight.
+        /// IN transfers kept in flight.
         public var readsInFlight: Int
-        /// Bulk OUT transfers kept in flight.
+        /// OUT transfers kept in flight.
         public var writesInFlight: Int
         /// Bytes per transfer. IN transfers are rounded up to whole packets of the IN
         /// endpoint, OUT transfers down to whole packets of the OUT endpoint.
