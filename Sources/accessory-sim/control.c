@@ -5,10 +5,12 @@
  * separated by blanks, and may then shut down its writing side. The
  * simulator answers with one or more lines and closes the connection.
  * Replies start with "ok" or "error", except for "list", which prints one
- * line per accessory and nothing else.
+ * line per accessory and nothing else, and "aoa-strings" (six lines).
  *
  *   plug SPEC [--port P] [--silent]   -> ok BUS ADDRESS PORT
- *       (SPEC may end in ",interface=N": the interface's bInterfaceNumber, 0-255)
+ *       (SPEC may end in options: ",interface=N" the interface's bInterfaceNumber,
+ *       0-255; ",interrupt" interrupt endpoints instead of bulk; ",android" an
+ *       Android phone speaking Android Open Accessory 2, see android.c)
  *   unplug BUS:ADDRESS [--silent]     -> ok
  *   unplug BUS:ADDRESS --urbs-first [--uevent-delay MS] -> ok, once the remove
  *       uevent is sent: the pending URBs fail first (OUT -ESHUTDOWN, IN -EPROTO),
@@ -18,6 +20,7 @@
  *   fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none -> ok
  *       (no-node: only the /dev node goes; sysfs still lists the device)
  *   list                              -> BUS ADDRESS PORT VID:PID SERIAL...
+ *   aoa-strings BUS:ADDRESS           -> six lines "INDEX STRING", no ok line
  *   ioctl-log BUS:ADDRESS             -> ok open=N opens=N claimed=LIST ...
  *   kernel-driver BUS:ADDRESS IFACE NAME|-  -> ok
  *   uevent-check                      -> ok sockets=N | error WHAT (issue #16)
@@ -47,12 +50,13 @@ static guint listen_src;
 static char *listen_path;
 
 static const char usage_text[] =
-    "plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]\n"
+    "plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,android] [--port P] [--silent]\n"
     "unplug BUS:ADDRESS [--silent | --urbs-first [--uevent-delay MS]]\n"
     "replug BUS:ADDRESS [--silent]\n"
     "storm BUS:ADDRESS N [--lossy SEED]\n"
     "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none\n"
     "list\n"
+    "aoa-strings BUS:ADDRESS\n"
     "ioctl-log BUS:ADDRESS\n"
     "kernel-driver BUS:ADDRESS IFACE NAME|-\n"
     "uevent-check\n"
@@ -401,7 +405,9 @@ static const char *fault_name(const Instance *inst)
  * implicit); released: explicit USBDEVFS_RELEASEINTERFACE; dropped: claims
  * that ended because their client closed the device (or died) without
  * releasing; urbs: URBs submitted; bytes-out/in: bulk bytes accepted/echoed;
- * fifo: bytes waiting to be read back; halted: halted endpoints. */
+ * fifo: bytes waiting to be read back; halted: halted endpoints;
+ * bulk_urbs, interrupt_urbs, control_urbs: URBs by the endpoint's type (a
+ * BULK URB on an interrupt endpoint counts as interrupt, as usbfs runs it). */
 static void cmd_ioctl_log(gchar **argv, GString *out)
 {
     static const char usage[] = "ioctl-log BUS:ADDRESS";
@@ -416,23 +422,50 @@ static void cmd_ioctl_log(gchar **argv, GString *out)
     GString *claimed = g_string_new(NULL);
     for (int i = 0; i < SIM_NIFACES; i++)
         if (inst->claim_owner[i])
-            g_string_append_printf(claimed, "%s%u", claimed->len ? "," : "", (unsigned)inst->spec.interface + (unsigned)i);
+            g_string_append_printf(claimed, "%s%u", claimed->len ? "," : "", (unsigned)inst->ifnums[i]);
     GString *halted = g_string_new(NULL);
     if (inst->halted_out)
         g_string_append(halted, "0x01");
     if (inst->halted_in)
         g_string_append_printf(halted, "%s0x81", halted->len ? "," : "");
+    if (inst->halted_other)
+        g_string_append_printf(halted, "%sother", halted->len ? "," : "");
     g_string_append_printf(out,
                            "ok open=%u opens=%u claimed=%s claims=%u released=%u dropped=%u resets=%u urbs=%u "
                            "bytes-out=%" G_GUINT64_FORMAT " bytes-in=%" G_GUINT64_FORMAT " fifo=%" G_GSIZE_FORMAT
-                           " pending-in=%u pending-out=%u halted=%s fault=%s driver=%s\n",
+                           " pending-in=%u pending-out=%u halted=%s fault=%s driver=%s bulk_urbs=%u interrupt_urbs=%u"
+                           " control_urbs=%u\n",
                            g_list_length(inst->clients), inst->opens, claimed->len ? claimed->str : "-",
                            inst->claims, inst->releases, inst->dropped, inst->resets, inst->urbs, inst->bytes_out,
                            inst->bytes_in, inst->fifo_bytes, inst->in_pending.length, inst->out_pending.length,
                            halted->len ? halted->str : "-", fault_name(inst),
-                           inst->kdriver[0] ? inst->kdriver[0] : "-");
+                           inst->kdriver[0] ? inst->kdriver[0] : "-", inst->bulk_urbs, inst->interrupt_urbs,
+                           inst->control_urbs);
     g_string_free(claimed, TRUE);
     g_string_free(halted, TRUE);
+    g_rec_mutex_unlock(&sim.lock);
+}
+
+/* aoa-strings BUS:ADDRESS: six lines "INDEX STRING" (nothing after the blank
+ * for a string never sent), no "ok" line. */
+static void cmd_aoa_strings(gchar **argv, GString *out)
+{
+    static const char usage[] = "aoa-strings BUS:ADDRESS";
+    if (!argv[1] || argv[2]) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return;
+    }
+    Instance *inst = target(argv, out, usage);
+    if (!inst)
+        return;
+    if (inst->spec.kind == KIND_LOOPBACK) {
+        g_string_append_printf(out, "error %s is %04x:%04x, not an android accessory (plug one with SPEC,android)\n", argv[1],
+                               inst->spec.vid, inst->spec.pid);
+        return;
+    }
+    g_rec_mutex_lock(&sim.lock);
+    for (int i = 0; i < 6; i++)
+        g_string_append_printf(out, "%d %s\n", i, inst->aoa_strings[i] ? inst->aoa_strings[i] : "");
     g_rec_mutex_unlock(&sim.lock);
 }
 
@@ -502,6 +535,8 @@ static void execute(const char *line, GString *out)
         cmd_fault(argv, out);
     else if (strcmp(cmd, "list") == 0)
         cmd_list(argv, out);
+    else if (strcmp(cmd, "aoa-strings") == 0)
+        cmd_aoa_strings(argv, out);
     else if (strcmp(cmd, "ioctl-log") == 0)
         cmd_ioctl_log(argv, out);
     else if (strcmp(cmd, "kernel-driver") == 0)

@@ -81,6 +81,16 @@ gboolean spec_parse(const char *text, Spec *out, char **error)
         }
         out->serial = g_strdup(parts[2]);
     }
+    for (gchar **o = options; *o; o++) {
+        if (strcmp(*o, "android") == 0)
+            out->kind = KIND_PHONE;
+        else if (strcmp(*o, "interrupt") == 0)
+            out->interrupt = TRUE;
+    }
+    if (out->kind == KIND_PHONE && out->interrupt) {
+        *error = g_strdup_printf("usage: '%s' is both android and interrupt; pick one", text);
+        goto out;
+    }
     if (n >= 4 && parts[3][0] != '\0') {
         if (!valid_usb_string(parts[3])) {
             *error = g_strdup_printf("usage: bad protocol '%s' (at most 126 characters, no blanks)", parts[3]);
@@ -88,7 +98,8 @@ gboolean spec_parse(const char *text, Spec *out, char **error)
         }
         out->protocol = g_strdup(parts[3]);
     } else {
-        out->protocol = g_strdup(DEFAULT_PROTOCOL);
+        /* empty: the kind's default (a phone's interface says "MTP") */
+        out->protocol = g_strdup(out->kind == KIND_PHONE ? "MTP" : DEFAULT_PROTOCOL);
     }
     for (gchar **o = options; *o; o++) {
         if (g_str_has_prefix(*o, "interface=")) {
@@ -100,8 +111,10 @@ gboolean spec_parse(const char *text, Spec *out, char **error)
                 goto out;
             }
             out->interface = (guint8)v;
+        } else if (strcmp(*o, "android") == 0 || strcmp(*o, "interrupt") == 0) {
+            /* taken above */
         } else {
-            *error = g_strdup_printf("usage: unknown option '%s' in '%s' (this accessory-sim knows interface=N)", *o, text);
+            *error = g_strdup_printf("usage: unknown option '%s' in '%s' (this accessory-sim knows interface=N, interrupt, android)", *o, text);
             goto out;
         }
     }
@@ -127,12 +140,19 @@ void spec_copy(Spec *dst, const Spec *src)
     dst->serial = g_strdup(src->serial);
     dst->protocol = g_strdup(src->protocol);
     dst->interface = src->interface;
+    dst->interrupt = src->interrupt;
+    dst->kind = src->kind;
 }
 
 /* ---- descriptors ---------------------------------------------------------- */
 
 static GBytes *accessory_descriptors(const Spec *s)
 {
+    if (s->kind != KIND_LOOPBACK)
+        return android_descriptors(s);
+    /* ",interrupt": interrupt endpoints of 64 bytes, polled every microframe */
+    const guint8 type = s->interrupt ? 0x03 : 0x02;
+    const guint8 lo = s->interrupt ? 64 : 0x00, hi = s->interrupt ? 0 : 0x02, interval = s->interrupt ? 1 : 0;
     const guint8 d[] = {
         /* device */
         18, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 64,
@@ -146,9 +166,9 @@ static GBytes *accessory_descriptors(const Spec *s)
          * iInterface 4 = PROTOCOL */
         9, 0x04, s->interface, 0, 2, 0xff, 0x00, 0x00, 4,
         /* bulk OUT 0x01, 512 bytes */
-        7, 0x05, 0x01, 0x02, 0x00, 0x02, 0,
+        7, 0x05, 0x01, type, lo, hi, interval,
         /* bulk IN 0x81, 512 bytes */
-        7, 0x05, 0x81, 0x02, 0x00, 0x02, 0,
+        7, 0x05, 0x81, type, lo, hi, interval,
     };
     return g_bytes_new(d, sizeof(d));
 }
@@ -179,6 +199,43 @@ static const guint8 *desc_bytes(const Instance *inst)
     return g_bytes_get_data(inst->descriptors, NULL);
 }
 
+/* The interface descriptor (alternate setting 0) of a slot. */
+static const guint8 *interface_desc(const Instance *inst, unsigned int slot)
+{
+    gsize len = g_bytes_get_size(inst->descriptors);
+    const guint8 *d = desc_bytes(inst);
+    unsigned int seen = 0;
+    for (gsize off = 18; off + 2 <= len && d[off] >= 2; off += d[off]) {
+        if (d[off + 1] == 0x04 && off + 9 <= len && d[off + 3] == 0) {
+            if (seen == slot)
+                return d + off;
+            seen++;
+        }
+    }
+    return NULL;
+}
+
+EndpointInfo endpoint_info(const Instance *inst, guint8 ep)
+{
+    EndpointInfo info = {0};
+    gsize len = g_bytes_get_size(inst->descriptors);
+    const guint8 *d = desc_bytes(inst);
+    int slot = -1;
+    for (gsize off = 18; off + 2 <= len && d[off] >= 2; off += d[off]) {
+        if (d[off + 1] == 0x04 && off + 9 <= len)
+            slot++;
+        else if (d[off + 1] == 0x05 && off + 7 <= len && d[off + 2] == ep && slot >= 0) {
+            info.exists = TRUE;
+            info.slot = (unsigned int)slot;
+            info.interrupt = (d[off + 3] & 0x03) == 0x03;
+            break;
+        }
+    }
+    /* The loopback pair and a phone's app (accessory mode, interface 0) echo. */
+    info.echoes = info.exists && !inst->root_hub && (ep == 0x01 || ep == 0x81) && inst->spec.kind != KIND_PHONE;
+    return info;
+}
+
 /* ---- instances ------------------------------------------------------------ */
 
 Instance *instance_ref(Instance *inst)
@@ -194,7 +251,10 @@ void instance_unref(Instance *inst)
     spec_clear(&inst->spec);
     g_free(inst->port);
     g_free(inst->syspath);
-    g_free(inst->ifname);
+    for (int i = 0; i < SIM_NIFACES; i++)
+        g_free(inst->ifnames[i]);
+    for (int i = 0; i < 6; i++)
+        g_free(inst->aoa_strings[i]);
     g_free(inst->devnode);
     g_bytes_unref(inst->descriptors);
     for (guint i = 0; i < G_N_ELEMENTS(inst->strings); i++)
@@ -220,7 +280,9 @@ static Instance *instance_new(const Spec *spec, const char *port, int addr, gboo
     inst->addr = addr;
     if (root_hub) {
         inst->syspath = g_strdup_printf("%s/usb%d", HCD_SYSPATH, SIM_BUS);
-        inst->ifname = g_strdup_printf("%d-0:1.0", SIM_BUS);
+        inst->nifaces = 1;
+        inst->ifnums[0] = 0;
+        inst->ifnames[0] = g_strdup_printf("%d-0:1.0", SIM_BUS);
         inst->descriptors = root_hub_descriptors();
         inst->strings[1] = g_strdup("accessory-sim");
         inst->strings[2] = g_strdup("EHCI Host Controller");
@@ -229,12 +291,19 @@ static Instance *instance_new(const Spec *spec, const char *port, int addr, gboo
         inst->kdriver_last[0] = g_strdup("hub");
     } else {
         inst->syspath = g_strdup_printf("%s/usb%d/%s", HCD_SYSPATH, SIM_BUS, port);
-        inst->ifname = g_strdup_printf("%s:1.%u", port, (unsigned)spec->interface);
         inst->descriptors = accessory_descriptors(spec);
-        inst->strings[1] = g_strdup("Example");
-        inst->strings[2] = g_strdup("Loopback Accessory");
-        inst->strings[3] = g_strdup(spec->serial);
-        inst->strings[4] = g_strdup(spec->protocol);
+        if (spec->kind == KIND_LOOPBACK) {
+            inst->strings[1] = g_strdup("Example");
+            inst->strings[2] = g_strdup("Loopback Accessory");
+            inst->strings[3] = g_strdup(spec->serial);
+            inst->strings[4] = g_strdup(spec->protocol);
+        } else {
+            android_strings(spec, inst->strings);
+        }
+        for (const guint8 *intf; inst->nifaces < SIM_NIFACES && (intf = interface_desc(inst, inst->nifaces)); inst->nifaces++) {
+            inst->ifnums[inst->nifaces] = intf[2];
+            inst->ifnames[inst->nifaces] = g_strdup_printf("%s:1.%u", port, (unsigned)intf[2]);
+        }
     }
     inst->devnode = g_strdup_printf("/dev/bus/usb/%03d/%03d", SIM_BUS, addr);
     g_queue_init(&inst->fifo);
@@ -376,18 +445,18 @@ static int minor_of(const Instance *inst)
     return (inst->bus - 1) * 128 + inst->addr - 1;
 }
 
-static char *iface_syspath(const Instance *inst)
+static char *iface_syspath(const Instance *inst, unsigned int slot)
 {
-    return g_strdup_printf("%s/%s", inst->syspath, inst->ifname);
+    return g_strdup_printf("%s/%s", inst->syspath, inst->ifnames[slot]);
 }
 
-static void write_interface_uevent(const Instance *inst, const char *ifdir)
+static void write_interface_uevent(const Instance *inst, unsigned int slot, const char *ifdir)
 {
     const guint8 *d = desc_bytes(inst);
-    const guint8 *intf = d + 18 + 9;
+    const guint8 *intf = interface_desc(inst, slot);
     GString *u = g_string_new(NULL);
-    if (inst->kdriver[0])
-        g_string_append_printf(u, "DRIVER=%s\n", inst->kdriver[0]);
+    if (inst->kdriver[slot])
+        g_string_append_printf(u, "DRIVER=%s\n", inst->kdriver[slot]);
     g_string_append_printf(u, "DEVTYPE=usb_interface\n");
     g_string_append_printf(u, "PRODUCT=%x/%x/%x\n", le16(d + 8), le16(d + 10), le16(d + 12));
     g_string_append_printf(u, "TYPE=%d/%d/%d\n", d[4], d[5], d[6]);
@@ -416,13 +485,12 @@ static void write_driver_link(const char *ifpath, const char *ifdir, const char 
     g_free(link);
 }
 
-void device_set_driver_link(Instance *inst, int ifno, const char *driver)
+void device_set_driver_link(Instance *inst, int slot, const char *driver)
 {
-    (void)ifno;
-    char *ifpath = iface_syspath(inst);
+    char *ifpath = iface_syspath(inst, (unsigned int)slot);
     char *ifdir = tb_path(ifpath);
     write_driver_link(ifpath, ifdir, driver);
-    write_interface_uevent(inst, ifdir);
+    write_interface_uevent(inst, (unsigned int)slot, ifdir);
     g_free(ifdir);
     g_free(ifpath);
 }
@@ -469,7 +537,6 @@ static void materialize(Instance *inst)
     const guint8 *d = desc_bytes(inst);
     gsize dlen = g_bytes_get_size(inst->descriptors);
     const guint8 *cfg = d + 18;
-    const guint8 *intf = cfg + 9;
     int minor = minor_of(inst);
     char *dir = g_strdup_printf("%s/.staging/%s", sim.root, inst->port);
     char *final_dir = tb_path(inst->syspath);
@@ -533,30 +600,36 @@ static void materialize(Instance *inst)
     g_free(path);
     g_free(target);
 
-    /* interface 0 */
-    char *ifpath = iface_syspath(inst);
-    char *ifdir = g_build_filename(dir, inst->ifname, NULL);
-    char *ifup = up_to_sys(ifpath);
-    mkdir_p(ifdir);
-    write_interface_uevent(inst, ifdir);
-    attr(ifdir, "bInterfaceNumber", "%02x\n", intf[2]);
-    attr(ifdir, "bAlternateSetting", "%2d\n", intf[3]);
-    attr(ifdir, "bNumEndpoints", "%02x\n", intf[4]);
-    attr(ifdir, "bInterfaceClass", "%02x\n", intf[5]);
-    attr(ifdir, "bInterfaceSubClass", "%02x\n", intf[6]);
-    attr(ifdir, "bInterfaceProtocol", "%02x\n", intf[7]);
-    if (intf[8] && inst->strings[intf[8]])
-        attr(ifdir, "interface", "%s\n", inst->strings[intf[8]]);
-    attr(ifdir, "modalias", "usb:v%04Xp%04Xd%04Xdc%02Xdsc%02Xdp%02Xic%02Xisc%02Xip%02Xin%02X\n",
-         le16(d + 8), le16(d + 10), le16(d + 12), d[4], d[5], d[6], intf[5], intf[6],
-         intf[7], intf[2]);
-    target = g_strdup_printf("%sbus/usb", ifup);
-    path = g_build_filename(ifdir, "subsystem", NULL);
-    make_link(target, path);
-    g_free(path);
-    g_free(target);
-    if (inst->kdriver[0])
-        write_driver_link(ifpath, ifdir, inst->kdriver[0]);
+    /* the interfaces */
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+        const guint8 *intf = interface_desc(inst, slot);
+        char *ifpath = iface_syspath(inst, slot);
+        char *ifdir = g_build_filename(dir, inst->ifnames[slot], NULL);
+        char *ifup = up_to_sys(ifpath);
+        mkdir_p(ifdir);
+        write_interface_uevent(inst, slot, ifdir);
+        attr(ifdir, "bInterfaceNumber", "%02x\n", intf[2]);
+        attr(ifdir, "bAlternateSetting", "%2d\n", intf[3]);
+        attr(ifdir, "bNumEndpoints", "%02x\n", intf[4]);
+        attr(ifdir, "bInterfaceClass", "%02x\n", intf[5]);
+        attr(ifdir, "bInterfaceSubClass", "%02x\n", intf[6]);
+        attr(ifdir, "bInterfaceProtocol", "%02x\n", intf[7]);
+        if (intf[8] && inst->strings[intf[8]])
+            attr(ifdir, "interface", "%s\n", inst->strings[intf[8]]);
+        attr(ifdir, "modalias", "usb:v%04Xp%04Xd%04Xdc%02Xdsc%02Xdp%02Xic%02Xisc%02Xip%02Xin%02X\n",
+             le16(d + 8), le16(d + 10), le16(d + 12), d[4], d[5], d[6], intf[5], intf[6],
+             intf[7], intf[2]);
+        target = g_strdup_printf("%sbus/usb", ifup);
+        path = g_build_filename(ifdir, "subsystem", NULL);
+        make_link(target, path);
+        g_free(path);
+        g_free(target);
+        if (inst->kdriver[slot])
+            write_driver_link(ifpath, ifdir, inst->kdriver[slot]);
+        g_free(ifup);
+        g_free(ifdir);
+        g_free(ifpath);
+    }
 
     /* the /dev node (usbfs shows the descriptors) and its major:minor for
      * the preload's stat() emulation, before the device becomes visible */
@@ -603,16 +676,17 @@ static void materialize(Instance *inst)
     make_link(target, path);
     g_free(path);
     g_free(target);
-    target = g_strdup_printf("../../..%s", ifpath + strlen("/sys"));
-    path = g_build_filename(busdir, inst->ifname, NULL);
-    make_link(target, path);
-    g_free(path);
-    g_free(target);
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+        char *ifpath = iface_syspath(inst, slot);
+        target = g_strdup_printf("../../..%s", ifpath + strlen("/sys"));
+        path = g_build_filename(busdir, inst->ifnames[slot], NULL);
+        make_link(target, path);
+        g_free(path);
+        g_free(target);
+        g_free(ifpath);
+    }
     g_free(busdir);
 
-    g_free(ifup);
-    g_free(ifdir);
-    g_free(ifpath);
     g_free(up);
     g_free(final_dir);
     g_free(dir);
@@ -640,19 +714,30 @@ static void remove_node(Instance *inst)
 
 /* Takes the device out of the testbed: what umockdev_testbed_remove_device()
  * does, in the reverse order of materialize(). */
+static void unlink_interface_links(Instance *inst)
+{
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+        char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->ifnames[slot]);
+        unlink_in_testbed(rel);
+        g_free(rel);
+    }
+}
+
 static void dematerialize(Instance *inst, gboolean silent)
 {
-    char *ifpath = iface_syspath(inst);
     char *rel;
     GError *err = NULL;
 
     if (!silent) {
-        sim_uevent(ifpath, "remove");
+        /* as the kernel: the interfaces' remove events (last first), then the device's */
+        for (unsigned int slot = inst->nifaces; slot-- > 0;) {
+            char *ifpath = iface_syspath(inst, slot);
+            sim_uevent(ifpath, "remove");
+            g_free(ifpath);
+        }
         sim_uevent(inst->syspath, "remove");
     }
-    rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->ifname);
-    unlink_in_testbed(rel);
-    g_free(rel);
+    unlink_interface_links(inst);
     rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->port);
     unlink_in_testbed(rel);
     g_free(rel);
@@ -669,7 +754,6 @@ static void dematerialize(Instance *inst, gboolean silent)
         g_clear_error(&err);
     }
     g_clear_object(&inst->handler);
-    g_free(ifpath);
 }
 
 static void attach(Instance *inst, gboolean silent)
@@ -690,10 +774,12 @@ static void attach(Instance *inst, gboolean silent)
     usbfs_worker_barrier();
     materialize(inst);
     if (!silent) {
-        char *ifpath = iface_syspath(inst);
         sim_uevent(inst->syspath, "add");
-        sim_uevent(ifpath, "add");
-        g_free(ifpath);
+        for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+            char *ifpath = iface_syspath(inst, slot);
+            sim_uevent(ifpath, "add");
+            g_free(ifpath);
+        }
     }
 }
 
@@ -809,12 +895,52 @@ static char *next_free_port(void)
 
 /* ---- plug / unplug (main thread) ----------------------------------------- */
 
+/* A phone got Android Open Accessory's START: it leaves (with its remove
+ * uevent, in the kernel's order under --kernel-order) and comes back on the
+ * same port at the next address as 18d1:2d01, holding the strings it got. */
+static void switch_to_accessory_mode(Instance *phone)
+{
+    Spec spec;
+    char *strings[6];
+    char *error = NULL;
+
+    spec_copy(&spec, &phone->spec);
+    spec.kind = KIND_PHONE_ACCESSORY;
+    spec.vid = 0x18d1;
+    spec.pid = 0x2d01;
+    char *port = g_strdup(phone->port);
+    g_rec_mutex_lock(&sim.lock);
+    for (int i = 0; i < 6; i++)
+        strings[i] = g_strdup(phone->aoa_strings[i]);
+    g_rec_mutex_unlock(&sim.lock);
+    device_unplug(phone, FALSE);
+    Instance *fresh = device_plug(&spec, port, FALSE, &error);
+    if (fresh) {
+        g_rec_mutex_lock(&sim.lock);
+        for (int i = 0; i < 6; i++) {
+            g_free(fresh->aoa_strings[i]);
+            fresh->aoa_strings[i] = strings[i];
+            strings[i] = NULL;
+        }
+        g_rec_mutex_unlock(&sim.lock);
+        sim_log("phone on %s switched to accessory mode: %d:%d", port, fresh->bus, fresh->addr);
+    } else {
+        g_printerr("accessory-sim: the phone on %s could not come back in accessory mode: %s\n", port, error);
+        g_free(error);
+    }
+    for (int i = 0; i < 6; i++)
+        g_free(strings[i]);
+    spec_clear(&spec);
+    g_free(port);
+}
+
 void devices_init(int first_address)
 {
     Spec hub = {.vid = 0x1d6b, .pid = 0x0002};
     char port[16];
 
     sim.accessories = g_ptr_array_new();
+    android_set_switch_handler(switch_to_accessory_mode);
     char *trash = g_build_filename(sim.root, ".trash", NULL);
     mkdir_p(trash);
     g_free(trash);
@@ -912,10 +1038,8 @@ void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms)
     g_rec_mutex_unlock(&sim.lock);
     usbfs_instance_gone_kernel_order(inst);
 
-    char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->ifname);
-    unlink_in_testbed(rel);
-    g_free(rel);
-    rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->port);
+    unlink_interface_links(inst);
+    char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->port);
     unlink_in_testbed(rel);
     g_free(rel);
     remove_node(inst);

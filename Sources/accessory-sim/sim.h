@@ -19,10 +19,18 @@
 #include <umockdev.h>
 
 #define SIM_BUS 1
-#define SIM_NIFACES 1
+#define SIM_NIFACES 2
 /* Bulk OUT data that has not been read back yet. Past this, bulk OUT URBs
  * are NAKed (they stay pending) until IN transfers drain the FIFO. */
 #define SIM_FIFO_LIMIT (32u * 1024u * 1024u)
+
+/* What an accessory is: its descriptors and what it does with transfers and
+ * vendor requests. */
+typedef enum {
+    KIND_LOOPBACK = 0,   /* one vendor interface; bulk (or ",interrupt") OUT 0x01 echoed on IN 0x81 */
+    KIND_PHONE,          /* ",android": an MTP-like phone that speaks Android Open Accessory 2 */
+    KIND_PHONE_ACCESSORY /* what a phone becomes on START: 18d1:2d01, accessory + adb */
+} Kind;
 
 typedef struct {
     guint16 vid;
@@ -30,12 +38,14 @@ typedef struct {
     char *serial;   /* NULL: no serial number */
     char *protocol; /* interface string (iInterface) */
     guint8 interface; /* ",interface=N": the protocol interface's bInterfaceNumber */
+    gboolean interrupt; /* ",interrupt": interrupt endpoints instead of bulk */
+    Kind kind;
 } Spec;
 
-/* The one interface an instance has lives in slot 0 of the per-interface
- * arrays; this maps a bInterfaceNumber from a client to its slot, or to
- * SIM_NIFACES (no such interface). */
-#define IFACE_SLOT(inst, n) ((unsigned int)(n) == (unsigned int)(inst)->spec.interface ? 0u : (unsigned int)SIM_NIFACES)
+/* The interfaces of an instance live in slots 0..nifaces-1 of the
+ * per-interface arrays; this maps a bInterfaceNumber from a client to its
+ * slot, or to SIM_NIFACES (no such interface). */
+#define IFACE_SLOT(inst, n) iface_slot((inst), (unsigned int)(n))
 
 typedef enum { FAULT_NONE = 0, FAULT_STALL, FAULT_TIMEOUT } FaultKind;
 
@@ -61,7 +71,9 @@ struct Instance {
     int bus;
     int addr;
     char *syspath; /* "/sys/devices/usb1/1-1" */
-    char *ifname;  /* "1-1:1.0" */
+    guint nifaces;
+    guint8 ifnums[SIM_NIFACES];        /* bInterfaceNumber by slot */
+    char *ifnames[SIM_NIFACES];        /* "1-1:1.0" by slot */
     char *devnode; /* "/dev/bus/usb/001/002" */
     GBytes *descriptors; /* device descriptor + full configuration */
     char *strings[8];    /* string descriptors by index (NULL: none) */
@@ -78,6 +90,8 @@ struct Instance {
     GQueue parked;           /* Urb*: never complete until discarded */
     gboolean halted_out;
     gboolean halted_in;
+    gboolean halted_other; /* any endpoint but 0x01 and 0x81 */
+    char *aoa_strings[6];  /* Android Open Accessory strings received */
     FaultKind fault;
     gint64 unplug_after; /* < 0: none */
     int config;
@@ -87,6 +101,7 @@ struct Instance {
 
     /* statistics for "ctl ioctl-log" */
     guint opens, claims, releases, dropped, resets, urbs;
+    guint bulk_urbs, interrupt_urbs, control_urbs;
     guint64 bytes_out, bytes_in;
 };
 
@@ -108,6 +123,32 @@ typedef struct {
 extern Sim sim;
 
 void sim_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+static inline unsigned int iface_slot(const Instance *inst, unsigned int n)
+{
+    for (unsigned int i = 0; i < inst->nifaces; i++)
+        if (inst->ifnums[i] == n)
+            return i;
+    return SIM_NIFACES;
+}
+
+/* What a device does with one endpoint (descriptors are immutable: any thread). */
+typedef struct {
+    gboolean exists;
+    unsigned int slot;  /* the interface that owns it */
+    gboolean interrupt; /* an interrupt endpoint (else bulk) */
+    gboolean echoes;    /* 0x01 data comes back on 0x81; else OUT is taken and IN waits */
+} EndpointInfo;
+EndpointInfo endpoint_info(const Instance *inst, guint8 ep);
+
+/* android.c: Android Open Accessory 2 (kinds KIND_PHONE and KIND_PHONE_ACCESSORY) */
+GBytes *android_descriptors(const Spec *spec);
+void android_strings(const Spec *spec, char *strings[8]);
+/* A vendor request to a phone (worker thread, sim.lock held): returns as
+ * control() does (bytes for IN, 0 for OUT, -EPIPE for a stall). */
+int android_control(Instance *inst, const guint8 *setup, const guint8 *out_data, guint8 *in_data, gsize avail);
+/* Called (main thread) when a phone got START: the layer above re-enumerates it. */
+void android_set_switch_handler(void (*handler)(Instance *phone));
 
 /* devices.c (main thread) */
 gboolean spec_parse(const char *text, Spec *out, char **error);

@@ -511,6 +511,8 @@ static gboolean *halt_flag(Instance *inst, guint ep)
         return &inst->halted_out;
     if (ep == 0x81)
         return &inst->halted_in;
+    if (endpoint_info(inst, (guint8)ep).exists)
+        return &inst->halted_other;
     return NULL;
 }
 
@@ -636,6 +638,14 @@ static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avai
         } else {
             return -EPIPE;
         }
+    } else if ((rt & USB_TYPE_MASK) == USB_TYPE_VENDOR && inst->spec.kind != KIND_LOOPBACK) {
+        /* Android Open Accessory */
+        if (!in && wLength > (data ? avail : 0))
+            return -EPIPE;
+        int r = android_control(inst, setup, in ? NULL : data, in ? tmp : NULL, sizeof(tmp));
+        if (r < 0 || !in)
+            return r < 0 ? r : 0;
+        n = (gsize)r;
     } else {
         return -EPIPE; /* vendor requests: not supported */
     }
@@ -737,6 +747,18 @@ static gboolean apply_fault(Instance *inst, Urb *r, gboolean *halted)
 
 static void bulk_submit(Instance *inst, Urb *r)
 {
+    if (!endpoint_info(inst, r->ep).echoes) {
+        /* an endpoint with nothing behind it: OUT data is taken, IN waits */
+        if (apply_fault(inst, r, &inst->halted_other))
+            return;
+        if (r->ep & USB_DIR_IN) {
+            g_queue_push_tail(&inst->parked, r);
+        } else {
+            inst->bytes_out += r->len;
+            urb_done(r, 0, r->len);
+        }
+        return;
+    }
     if (r->ep & USB_DIR_IN) {
         if (apply_fault(inst, r, &inst->halted_in))
             return;
@@ -758,11 +780,7 @@ static void bulk_submit(Instance *inst, Urb *r)
 
 static gboolean endpoint_exists(Instance *inst, guint8 ep)
 {
-    if (inst->config != 1)
-        return FALSE;
-    if (inst->root_hub)
-        return ep == 0x81;
-    return ep == 0x01 || ep == 0x81;
+    return inst->config == 1 && endpoint_info(inst, ep).exists;
 }
 
 static void submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, UMockdevIoctlData *arg)
@@ -798,6 +816,7 @@ static void submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, UMoc
 
     switch (r->type) {
     case USBDEVFS_URB_TYPE_CONTROL: {
+        inst->control_urbs++;
         if ((r->ep & 0x7f) != 0) {
             urb_free(r);
             fail(ioc, ENOENT);
@@ -823,7 +842,19 @@ static void submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, UMoc
             fail(ioc, ENOENT);
             return;
         }
-        int err = check_claim(inst, c, 0);
+        /* usbfs's rules: an INTERRUPT URB needs an interrupt endpoint; a BULK
+         * URB on an interrupt endpoint runs as an interrupt transfer. */
+        EndpointInfo info = endpoint_info(inst, r->ep);
+        if (r->type == USBDEVFS_URB_TYPE_INTERRUPT && !info.interrupt) {
+            urb_free(r);
+            fail(ioc, EINVAL);
+            return;
+        }
+        if (info.interrupt)
+            inst->interrupt_urbs++;
+        else
+            inst->bulk_urbs++;
+        int err = check_claim(inst, c, info.slot);
         if (err) {
             urb_free(r);
             fail(ioc, err);
@@ -1060,7 +1091,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
             fail(ioc, ENOENT);
             return;
         }
-        if ((err = check_claim(inst, c, 0)) != 0) {
+        if ((err = check_claim(inst, c, endpoint_info(inst, (guint8)v).slot)) != 0) {
             fail(ioc, err);
             return;
         }

@@ -44,6 +44,18 @@ struct LinkTests {
         #expect(c.map(\.previousConnectionID) == [phone.connectionID, nil])
     }
 
+    @Test("A phone back in accessory mode with its serial links without an announcement; another serial does not")
+    func accessoryModeSignature() {
+        var r = ConnectionRegistry()
+        let c = connections(&r, [
+            (0, .added(device(5, vendor: 0x04e8, product: 0x6860, serial: "P"))), (1, removal(5)),
+            (1.1, .added(device(6, vendor: 0x18d1, product: 0x2d01, serial: "P"))),
+            (2, .added(device(7, port: "1-2", vendor: 0x04e8, product: 0x6860, serial: "Q"))), (3, removal(7, port: "1-2")),
+            (3.1, .added(device(8, port: "1-2", vendor: 0x18d1, product: 0x2d01, serial: "OTHER"))),
+        ])
+        #expect(c.map(\.previousConnectionID?.rawValue) == [nil, 1, nil, nil])
+    }
+
     @Test("The eight-hours case: the fresh connection after a ghost eviction names the ghost")
     func ghost() {
         var r = ConnectionRegistry()

@@ -12,8 +12,9 @@
 ///
 /// Re-enumeration links: an admission names the connection it continues
 /// (``Accessory/previousConnectionID``) when the same port's last connection ended at most
-/// ``linkWindow`` before (by ``now``) and was the same physical accessory, or was switched
-/// into a new mode by its owner (``expectModeSwitch(of:)``).
+/// ``linkWindow`` before (by ``now``) and was the same physical accessory (VID, PID and
+/// serial, or a phone that came back in Android Open Accessory mode, 18d1:2d00–2d05, with
+/// its serial), or was switched into a new mode by its owner (``expectModeSwitch(of:)``).
 public struct ConnectionRegistry: Sendable {
     /// Why the registry asks for a reconcile against the OS truth.
     public enum Suspicion: Hashable, Sendable {
@@ -215,13 +216,23 @@ public struct ConnectionRegistry: Sendable {
 
     private static let maxEnded = 4096
 
+    /// Whether `new` is the phone `old` in Android Open Accessory mode: 18d1:2d00–2d05 with
+    /// the phone's serial. Phones keep their serial across the switch, so it is the same
+    /// physical accessory even when another process made the switch.
+    static func isAccessoryMode(of old: AccessoryDescriptor, _ new: AccessoryDescriptor) -> Bool {
+        guard new.vendor == 0x18d1, let product = new.product, (0x2d00...0x2d05).contains(product),
+            let serial = new.serial, !serial.isEmpty
+        else { return false }
+        return old.serial == serial
+    }
+
     /// The shown connection that a new instance on `d`'s port continues, if any; it is then
     /// used up.
     private mutating func predecessor(of d: AccessoryDescriptor) -> ConnectionID? {
         guard let last = ended[d.portKey], !last.id.isHidden, now - last.at <= linkWindow, now >= last.at else { return nil }
         let old = last.descriptor
         let same = agree(old.vendor, d.vendor) && agree(old.product, d.product) && agree(old.serial, d.serial)
-        guard same || last.switched else { return nil }
+        guard same || last.switched || Self.isAccessoryMode(of: old, d) else { return nil }
         ended[d.portKey] = nil
         return last.id
     }
