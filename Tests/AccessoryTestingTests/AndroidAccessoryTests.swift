@@ -195,4 +195,32 @@ struct AndroidAccessoryTests {
             #expect(other.previousConnectionID == nil)
         }
     }
+
+    @Test("A reset keeps the connection when the device stays; when it comes back changed on its port, the new connection names the old; an open session makes it .busy")
+    func resetKeepsTheLink() async throws {
+        let usb = SimulatedUSB()
+        let device = await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0001, serial: "R1"), port: "1-1")
+        try await withAccessoryManager(usb: usb) { manager in
+            let before = try #require(await manager.connectedAccessories.first)
+            try await manager.reset(before)
+            await usb.advance(by: .milliseconds(100))
+            #expect(await manager.connectedAccessories == [before], "the same instance: the same connection")
+
+            let busy = await Self.error {
+                try await manager.withSession(to: before, protocol: "org.example.loopback") { (_) async throws -> Void in
+                    try await manager.reset(before)
+                }
+            }
+            #expect(busy?.code == .busy)
+
+            // A reset after which the device re-enumerates with new descriptors (a firmware
+            // update, a mode change): another PID, on the same port.
+            try await manager.reset(before)
+            await usb.unplug(device)
+            await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x00f0, serial: "R1-DFU"), port: "1-1")
+            let after = try #require(await manager.connectedAccessories.first)
+            #expect(after.descriptor.product == 0x00f0)
+            #expect(after.previousConnectionID == before.connectionID)
+        }
+    }
 }
