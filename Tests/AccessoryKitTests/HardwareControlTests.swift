@@ -66,6 +66,22 @@ extension HardwareTests {
             await manager.shutdown()
         }
 
+        @Test func aResetThroughLibusbKeepsTheConnection() async throws {
+            let plugged = Plugged()
+            defer { plugged.unplugAll() }
+            let (manager, log) = try await HardwareTests.manager()
+            let device = try plugged.plug("1209:000f:RESET")
+            try #require(await log.wait { $0.contains { HardwareTests.isAt(device)($0.accessory) } })
+            let accessory = try #require(await log.connected.first(where: HardwareTests.isAt(device)))
+            let resetsBefore = Int(try SessionFixtures.ioctlLog(device)["resets"] ?? "") ?? -1
+            try await manager.reset(accessory)
+            #expect(Int(try SessionFixtures.ioctlLog(device)["resets"] ?? "") == resetsBefore + 1)
+            try await Task.sleep(for: .milliseconds(700))  // two reconcile intervals
+            #expect(await manager.connectedAccessories.contains(accessory))
+            #expect(await log.events.filter { $0.accessory.connectionID == accessory.connectionID }.count == 1, "no disconnect")
+            await manager.shutdown()
+        }
+
         @Test func aReplugNamesTheConnectionItContinues() async throws {
             let plugged = Plugged()
             defer { plugged.unplugAll() }
