@@ -11,7 +11,10 @@
  *       (SPEC may end in options: ",interface=N" the interface's bInterfaceNumber,
  *       0-255; ",interrupt" interrupt endpoints instead of bulk; ",android" an
  *       Android phone speaking Android Open Accessory 2, see android.c)
- *   unplug BUS:ADDRESS [--silent]     -> ok
+ *   plug-hub PORT NPORTS              -> ok BUS ADDRESS PORT: a USB 2.0 hub (05e3:0608)
+ *       with ports PORT.1 ... PORT.NPORTS; hubs nest
+ *   unplug BUS:ADDRESS [--silent]     -> ok (a hub: everything behind it first, deepest
+ *       first, each with its uevent, then the hub)
  *   unplug BUS:ADDRESS --urbs-first [--uevent-delay MS] -> ok, once the remove
  *       uevent is sent: the pending URBs fail first (OUT -ESHUTDOWN, IN -EPROTO),
  *       then sysfs's listing and the node go, and MS ms later the uevent
@@ -51,6 +54,7 @@ static char *listen_path;
 
 static const char usage_text[] =
     "plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,android] [--port P] [--silent]\n"
+    "plug-hub PORT NPORTS\n"
     "unplug BUS:ADDRESS [--silent | --urbs-first [--uevent-delay MS]]\n"
     "replug BUS:ADDRESS [--silent]\n"
     "storm BUS:ADDRESS N [--lossy SEED]\n"
@@ -136,6 +140,27 @@ static void cmd_plug(gchar **argv, GString *out)
     }
     Instance *inst = device_plug(&spec, port, silent, &err);
     spec_clear(&spec);
+    if (!inst) {
+        g_string_append_printf(out, "error %s\n", err);
+        g_free(err);
+        return;
+    }
+    reply_instance(out, inst);
+}
+
+/* plug-hub PORT NPORTS: a USB 2.0 hub (class 9) with NPORTS downstream ports. */
+static void cmd_plug_hub(gchar **argv, GString *out)
+{
+    static const char usage[] = "plug-hub PORT NPORTS";
+    char *end = NULL;
+    guint64 n = argv[1] && argv[2] ? g_ascii_strtoull(argv[2], &end, 10) : 0;
+    if (!argv[1] || !argv[2] || argv[3] || !end || *end || end == argv[2] || n < 1 || n > 31) {
+        g_string_append_printf(out, "error usage: %s (NPORTS 1-31)\n", usage);
+        return;
+    }
+    Spec spec = {.vid = 0x05e3, .pid = 0x0608, .kind = KIND_HUB, .hub_ports = (guint8)n};
+    char *err = NULL;
+    Instance *inst = device_plug(&spec, argv[1], FALSE, &err);
     if (!inst) {
         g_string_append_printf(out, "error %s\n", err);
         g_free(err);
@@ -525,6 +550,8 @@ static void execute(const char *line, GString *out)
     sim_log("ctl: %s", line);
     if (strcmp(cmd, "plug") == 0)
         cmd_plug(argv, out);
+    else if (strcmp(cmd, "plug-hub") == 0)
+        cmd_plug_hub(argv, out);
     else if (strcmp(cmd, "unplug") == 0)
         cmd_unplug(argv, out);
     else if (strcmp(cmd, "replug") == 0)

@@ -29,8 +29,49 @@
 #include <unistd.h>
 
 #define DEFAULT_PROTOCOL "org.example.loopback"
-/* The host controller the root hub belongs to, as on a PC (EHCI on PCI). */
-#define HCD_SYSPATH "/sys/devices/pci0000:00/0000:00:1d.0"
+/* A plugged hub: Genesys Logic GL850G, a common USB 2.0 hub. */
+#define HUB_VID 0x05e3
+#define HUB_PID 0x0608
+/* Root ports per root hub. */
+#define ROOT_PORTS 255
+
+/* The PCI function of bus B's host controller (EHCI on PCI, as on a PC): bus 1
+ * is 0000:00:1d.0, bus B > 1 is 0000:00:0B.0 (0x02...). */
+static char *hcd_name(int bus)
+{
+    return bus == 1 ? g_strdup("0000:00:1d.0") : g_strdup_printf("0000:00:%02x.0", bus);
+}
+
+static char *hcd_syspath(int bus)
+{
+    char *name = hcd_name(bus);
+    char *path = g_strdup_printf("/sys/devices/pci0000:00/%s", name);
+    g_free(name);
+    return path;
+}
+
+/* "3-1.4" -> 3; "usb2" -> 2 */
+static int bus_of(const char *port)
+{
+    return g_str_has_prefix(port, "usb") ? atoi(port + 3) : atoi(port);
+}
+
+/* The port's parent: "1-1.4" -> "1-1", "1-1" -> "usb1". */
+static char *parent_port(const char *port)
+{
+    const char *dot = strrchr(port, '.');
+    if (dot)
+        return g_strndup(port, (gsize)(dot - port));
+    return g_strdup_printf("usb%d", bus_of(port));
+}
+
+/* The last port number of a port chain: "1-1.4" -> 4, "1-3" -> 3. */
+static int last_port(const char *port)
+{
+    const char *dot = strrchr(port, '.');
+    const char *dash = strchr(port, '-');
+    return atoi(dot ? dot + 1 : dash ? dash + 1 : port);
+}
 
 /* ---- specs ---------------------------------------------------------------- */
 
@@ -142,12 +183,32 @@ void spec_copy(Spec *dst, const Spec *src)
     dst->interface = src->interface;
     dst->interrupt = src->interrupt;
     dst->kind = src->kind;
+    dst->hub_ports = src->hub_ports;
 }
 
 /* ---- descriptors ---------------------------------------------------------- */
 
+static GBytes *hub_descriptors(const Spec *s)
+{
+    const guint8 d[] = {
+        /* device: a USB 2.0 hub, single TT */
+        18, 0x01, 0x00, 0x02, 0x09, 0x00, 0x01, 64,
+        (guint8)(s->vid & 0xff), (guint8)(s->vid >> 8), (guint8)(s->pid & 0xff), (guint8)(s->pid >> 8),
+        0x32, 0x88, 1, 2, 0, 1,
+        /* configuration: self powered, remote wakeup */
+        9, 0x02, 25, 0, 1, 1, 0, 0xe0, 50,
+        /* interface 0: hub */
+        9, 0x04, 0, 0, 1, 0x09, 0x00, 0x00, 0,
+        /* interrupt IN 0x81, 1 byte, bInterval 12 */
+        7, 0x05, 0x81, 0x03, 0x01, 0x00, 12,
+    };
+    return g_bytes_new(d, sizeof(d));
+}
+
 static GBytes *accessory_descriptors(const Spec *s)
 {
+    if (s->kind == KIND_HUB)
+        return hub_descriptors(s);
     if (s->kind != KIND_LOOPBACK)
         return android_descriptors(s);
     /* ",interrupt": interrupt endpoints of 64 bytes, polled every microframe */
@@ -232,7 +293,7 @@ EndpointInfo endpoint_info(const Instance *inst, guint8 ep)
         }
     }
     /* The loopback pair and a phone's app (accessory mode, interface 0) echo. */
-    info.echoes = info.exists && !inst->root_hub && (ep == 0x01 || ep == 0x81) && inst->spec.kind != KIND_PHONE;
+    info.echoes = info.exists && !is_hub(inst) && (ep == 0x01 || ep == 0x81) && inst->spec.kind != KIND_PHONE;
     return info;
 }
 
@@ -276,13 +337,15 @@ static Instance *instance_new(const Spec *spec, const char *port, int addr, gboo
     inst->root_hub = root_hub;
     spec_copy(&inst->spec, spec);
     inst->port = g_strdup(port);
-    inst->bus = SIM_BUS;
+    inst->bus = bus_of(port);
     inst->addr = addr;
     if (root_hub) {
-        inst->syspath = g_strdup_printf("%s/usb%d", HCD_SYSPATH, SIM_BUS);
+        char *hcd = hcd_syspath(inst->bus);
+        inst->syspath = g_strdup_printf("%s/usb%d", hcd, inst->bus);
+        g_free(hcd);
         inst->nifaces = 1;
         inst->ifnums[0] = 0;
-        inst->ifnames[0] = g_strdup_printf("%d-0:1.0", SIM_BUS);
+        inst->ifnames[0] = g_strdup_printf("%d-0:1.0", inst->bus);
         inst->descriptors = root_hub_descriptors();
         inst->strings[1] = g_strdup("accessory-sim");
         inst->strings[2] = g_strdup("EHCI Host Controller");
@@ -290,9 +353,27 @@ static Instance *instance_new(const Spec *spec, const char *port, int addr, gboo
         inst->kdriver[0] = g_strdup("hub");
         inst->kdriver_last[0] = g_strdup("hub");
     } else {
-        inst->syspath = g_strdup_printf("%s/usb%d/%s", HCD_SYSPATH, SIM_BUS, port);
+        /* under its parent's directory, as the kernel nests them */
+        char *parent = parent_port(port);
+        Instance *up = NULL;
+        if (g_str_has_prefix(parent, "usb")) {
+            up = sim.root_hubs[inst->bus];
+        } else {
+            for (guint i = 0; i < sim.accessories->len && !up; i++) {
+                Instance *a = g_ptr_array_index(sim.accessories, i);
+                if (strcmp(a->port, parent) == 0)
+                    up = a;
+            }
+        }
+        inst->syspath = g_strdup_printf("%s/%s", up ? up->syspath : "/sys/devices/unknown", port);
+        g_free(parent);
         inst->descriptors = accessory_descriptors(spec);
-        if (spec->kind == KIND_LOOPBACK) {
+        if (spec->kind == KIND_HUB) {
+            inst->strings[1] = g_strdup("GenesysLogic");
+            inst->strings[2] = g_strdup("USB2.0 Hub");
+            inst->kdriver[0] = g_strdup("hub");
+            inst->kdriver_last[0] = g_strdup("hub");
+        } else if (spec->kind == KIND_LOOPBACK) {
             inst->strings[1] = g_strdup("Example");
             inst->strings[2] = g_strdup("Loopback Accessory");
             inst->strings[3] = g_strdup(spec->serial);
@@ -305,7 +386,7 @@ static Instance *instance_new(const Spec *spec, const char *port, int addr, gboo
             inst->ifnames[inst->nifaces] = g_strdup_printf("%s:1.%u", port, (unsigned)intf[2]);
         }
     }
-    inst->devnode = g_strdup_printf("/dev/bus/usb/%03d/%03d", SIM_BUS, addr);
+    inst->devnode = g_strdup_printf("/dev/bus/usb/%03d/%03d", inst->bus, addr);
     g_queue_init(&inst->fifo);
     g_queue_init(&inst->in_pending);
     g_queue_init(&inst->out_pending);
@@ -555,11 +636,11 @@ static void materialize(Instance *inst)
     attr(dir, "devnum", "%d\n", inst->addr);
     if (inst->root_hub) {
         attr(dir, "devpath", "0\n");
-        attr(dir, "maxchild", "15\n");
+        attr(dir, "maxchild", "%d\n", ROOT_PORTS);
         attr(dir, "removable", "unknown\n");
     } else {
         attr(dir, "devpath", "%s\n", strchr(inst->port, '-') + 1);
-        attr(dir, "maxchild", "0\n");
+        attr(dir, "maxchild", "%d\n", inst->spec.kind == KIND_HUB ? inst->spec.hub_ports : 0);
         attr(dir, "removable", "removable\n");
     }
     attr(dir, "idVendor", "%04x\n", le16(d + 8));
@@ -785,16 +866,18 @@ static void attach(Instance *inst, gboolean silent)
 
 /* A minimal PCI device for the root hub to hang off, so that tools that
  * look at the root hub's parent (lsusb -t) find a driver. No uevents. */
-static void write_host_controller(void)
+static void write_host_controller(int bus)
 {
-    char *dir = tb_path(HCD_SYSPATH);
-    char *up = up_to_sys(HCD_SYSPATH);
+    char *hcd = hcd_syspath(bus);
+    char *name = hcd_name(bus);
+    char *dir = tb_path(hcd);
+    char *up = up_to_sys(hcd);
     char *target, *path;
 
     mkdir_p(dir);
     attr(dir, "uevent",
          "DRIVER=ehci-pci\nPCI_CLASS=C0320\nPCI_ID=8086:1E26\nPCI_SUBSYS_ID=8086:7270\n"
-         "PCI_SLOT_NAME=0000:00:1d.0\nMODALIAS=pci:v00008086d00001E26sv00008086sd00007270bc0Csc03i20\n");
+         "PCI_SLOT_NAME=%s\nMODALIAS=pci:v00008086d00001E26sv00008086sd00007270bc0Csc03i20\n", name);
     attr(dir, "vendor", "0x8086\n");
     attr(dir, "device", "0x1e26\n");
     attr(dir, "class", "0x0c0320\n");
@@ -810,36 +893,56 @@ static void write_host_controller(void)
     g_free(target);
     char *busdir = tb_path("/sys/bus/pci/devices");
     mkdir_p(busdir);
-    const char *hcd = HCD_SYSPATH;
     target = g_strdup_printf("../../..%s", hcd + strlen("/sys"));
-    path = g_build_filename(busdir, "0000:00:1d.0", NULL);
+    path = g_build_filename(busdir, name, NULL);
     make_link(target, path);
     g_free(path);
     g_free(target);
     g_free(busdir);
     g_free(up);
     g_free(dir);
+    g_free(name);
+    g_free(hcd);
 }
 
 /* ---- addresses and ports (sim.lock held) ----------------------------------- */
 
-/* Like the kernel: the next free address from devnum_next, wrapping after
- * 127 and skipping addresses in use. */
-static int alloc_address(void)
+/* Like the kernel: the bus's next free address from devnum_next, wrapping
+ * after 127 and skipping addresses in use. */
+static int alloc_address(int bus)
 {
+    gboolean *used = sim.addr_used[bus];
     int a;
-    for (a = sim.devnum_next; a < 128; a++)
-        if (!sim.addr_used[a])
+    for (a = sim.devnum_next[bus]; a < 128; a++)
+        if (!used[a])
             break;
     if (a >= 128)
         for (a = 1; a < 128; a++)
-            if (!sim.addr_used[a])
+            if (!used[a])
                 break;
     if (a >= 128)
         return -1;
-    sim.addr_used[a] = TRUE;
-    sim.devnum_next = a >= 127 ? 1 : a + 1;
+    used[a] = TRUE;
+    sim.devnum_next[bus] = a >= 127 ? 1 : a + 1;
     return a;
+}
+
+static Instance *find_port(const char *port)
+{
+    for (guint i = 0; i < sim.accessories->len; i++) {
+        Instance *a = g_ptr_array_index(sim.accessories, i);
+        if (strcmp(a->port, port) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+gboolean hub_port_connected(const Instance *hub, int n)
+{
+    char *child = hub->root_hub ? g_strdup_printf("%d-%d", hub->bus, n) : g_strdup_printf("%s.%d", hub->port, n);
+    Instance *a = find_port(child);
+    g_free(child);
+    return a && !a->gone;
 }
 
 static gboolean port_in_use(const char *port)
@@ -852,14 +955,19 @@ static gboolean port_in_use(const char *port)
     return FALSE;
 }
 
-/* "B-P[.P]..." with B the bus, 1-7 levels, port numbers 1-255. */
+/* "B-P[.P]..." with B a bus, 1-7 levels, port numbers 1-255. */
 static gboolean port_valid(const char *port)
 {
-    char prefix[16];
-    g_snprintf(prefix, sizeof(prefix), "%d-", SIM_BUS);
-    if (!g_str_has_prefix(port, prefix))
+    const char *dash = strchr(port, '-');
+    if (!dash || dash == port || dash - port > 2)
         return FALSE;
-    gchar **levels = g_strsplit(port + strlen(prefix), ".", -1);
+    for (const char *p = port; p < dash; p++)
+        if (!g_ascii_isdigit(*p))
+            return FALSE;
+    int bus = atoi(port);
+    if (bus < 1 || bus > sim.nbuses)
+        return FALSE;
+    gchar **levels = g_strsplit(dash + 1, ".", -1);
     guint n = g_strv_length(levels);
     gboolean ok = n >= 1 && n <= 7;
     for (guint i = 0; ok && i < n; i++) {
@@ -876,16 +984,10 @@ static gboolean port_valid(const char *port)
     return ok;
 }
 
-int port_number(const char *port)
-{
-    const char *dash = strchr(port, '-');
-    return dash ? atoi(dash + 1) : 0;
-}
-
 static char *next_free_port(void)
 {
     for (int n = 1; n < 256; n++) {
-        char *port = g_strdup_printf("%d-%d", SIM_BUS, n);
+        char *port = g_strdup_printf("%d-%d", 1, n);
         if (!port_in_use(port))
             return port;
         g_free(port);
@@ -934,7 +1036,7 @@ static void switch_to_accessory_mode(Instance *phone)
     g_free(port);
 }
 
-void devices_init(int first_address)
+void devices_init(int first_address, int nbuses)
 {
     Spec hub = {.vid = 0x1d6b, .pid = 0x0002};
     char port[16];
@@ -946,14 +1048,17 @@ void devices_init(int first_address)
     g_free(trash);
     trash_queue = g_async_queue_new();
     trash_thread = g_thread_new("accessory-sim-trash", trash_main, NULL);
-    sim.addr_used[1] = TRUE;
-    sim.devnum_next = first_address;
-    write_host_controller();
-    g_snprintf(port, sizeof(port), "usb%d", SIM_BUS);
-    sim.root_hub = instance_new(&hub, port, 1, TRUE);
-    attach(sim.root_hub, FALSE);
-    if (!usbfs_capture_worker(sim.root_hub->devnode))
-        g_printerr("accessory-sim: warning: cannot reach umockdev's ioctl thread\n");
+    sim.nbuses = nbuses;
+    for (int bus = 1; bus <= nbuses; bus++) {
+        sim.addr_used[bus][1] = TRUE;
+        sim.devnum_next[bus] = first_address;
+        write_host_controller(bus);
+        g_snprintf(port, sizeof(port), "usb%d", bus);
+        sim.root_hubs[bus] = instance_new(&hub, port, 1, TRUE);
+        attach(sim.root_hubs[bus], FALSE);
+        if (bus == 1 && !usbfs_capture_worker(sim.root_hubs[bus]->devnode))
+            g_printerr("accessory-sim: warning: cannot reach umockdev's ioctl thread\n");
+    }
 }
 
 Instance *device_plug(const Spec *spec, const char *port, gboolean silent, char **error)
@@ -964,30 +1069,43 @@ Instance *device_plug(const Spec *spec, const char *port, gboolean silent, char 
     g_rec_mutex_lock(&sim.lock);
     if (port) {
         if (!port_valid(port)) {
-            *error = g_strdup_printf("usage: bad port '%s' (like %d-1 or %d-1.4)", port, SIM_BUS, SIM_BUS);
+            *error = g_strdup_printf("usage: bad port '%s' (like 1-1 or 1-1.4; buses 1-%d)", port, sim.nbuses);
             goto fail;
         }
         if (port_in_use(port)) {
             *error = g_strdup_printf("port %s is in use", port);
             goto fail;
         }
+        if (strchr(port, '.')) {
+            /* behind a hub: the hub must be there and have that port */
+            char *parent = parent_port(port);
+            Instance *hub = find_port(parent);
+            if (!hub || hub->spec.kind != KIND_HUB || hub->gone) {
+                *error = g_strdup_printf("no hub on %s (plug one with plug-hub %s NPORTS)", parent, parent);
+                g_free(parent);
+                goto fail;
+            }
+            if (last_port(port) > hub->spec.hub_ports) {
+                *error = g_strdup_printf("the hub on %s has ports 1-%d", parent, hub->spec.hub_ports);
+                g_free(parent);
+                goto fail;
+            }
+            g_free(parent);
+        }
         chosen = g_strdup(port);
     } else if (!(chosen = next_free_port())) {
         *error = g_strdup("no free port");
         goto fail;
     }
-    addr = alloc_address();
+    addr = alloc_address(bus_of(chosen));
     if (addr < 0) {
-        *error = g_strdup_printf("no free address on bus %d", SIM_BUS);
+        *error = g_strdup_printf("no free address on bus %d", bus_of(chosen));
         goto fail;
     }
-    g_rec_mutex_unlock(&sim.lock);
-
-    Instance *inst = instance_new(spec, chosen, addr, FALSE);
-    g_free(chosen);
     /* Listed before the "add" uevent, so that a client reacting to the event
      * can already find it with "ctl list". */
-    g_rec_mutex_lock(&sim.lock);
+    Instance *inst = instance_new(spec, chosen, addr, FALSE);
+    g_free(chosen);
     g_ptr_array_add(sim.accessories, inst);
     g_rec_mutex_unlock(&sim.lock);
     attach(inst, silent);
@@ -1001,8 +1119,43 @@ fail:
     return NULL;
 }
 
+static int depth_then_port(gconstpointer a, gconstpointer b)
+{
+    const Instance *x = *(Instance *const *)a, *y = *(Instance *const *)b;
+    int dx = 0, dy = 0;
+    for (const char *p = x->port; *p; p++)
+        dx += *p == '.';
+    for (const char *p = y->port; *p; p++)
+        dy += *p == '.';
+    return dx != dy ? dy - dx : strcmp(x->port, y->port);
+}
+
+/* A hub's unplug, as the kernel does it: every device behind it first, the
+ * deepest first, each with its own remove uevent. */
+static void unplug_children(Instance *hub, gboolean silent)
+{
+    char *prefix = g_strdup_printf("%s.", hub->port);
+    GPtrArray *children = g_ptr_array_new_with_free_func((GDestroyNotify)instance_unref);
+    g_rec_mutex_lock(&sim.lock);
+    for (guint i = 0; i < sim.accessories->len; i++) {
+        Instance *a = g_ptr_array_index(sim.accessories, i);
+        if (a->bus == hub->bus && g_str_has_prefix(a->port, prefix))
+            g_ptr_array_add(children, instance_ref(a));
+    }
+    g_rec_mutex_unlock(&sim.lock);
+    g_ptr_array_sort(children, depth_then_port);
+    for (guint i = 0; i < children->len; i++) {
+        Instance *child = g_ptr_array_index(children, i);
+        device_unplug(child, silent); /* a hub among them finds its children gone already */
+    }
+    g_ptr_array_unref(children);
+    g_free(prefix);
+}
+
 void device_unplug(Instance *inst, gboolean silent)
 {
+    if (inst->spec.kind == KIND_HUB)
+        unplug_children(inst, silent);
     if (!silent && sim.kernel_order_ms >= 0) {
         device_unplug_urbs_first(inst, (guint)sim.kernel_order_ms);
         return;
@@ -1013,7 +1166,7 @@ void device_unplug(Instance *inst, gboolean silent)
         return; /* already unplugged */
     }
     inst->gone = TRUE;
-    sim.addr_used[inst->addr] = FALSE;
+    sim.addr_used[inst->bus][inst->addr] = FALSE;
     usbfs_instance_gone(inst);
     g_rec_mutex_unlock(&sim.lock);
 
@@ -1034,7 +1187,7 @@ void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms)
         return; /* already unplugged */
     }
     inst->gone = TRUE;
-    sim.addr_used[inst->addr] = FALSE;
+    sim.addr_used[inst->bus][inst->addr] = FALSE;
     g_rec_mutex_unlock(&sim.lock);
     usbfs_instance_gone_kernel_order(inst);
 
@@ -1098,12 +1251,14 @@ void devices_shutdown(void)
         instance_unref(inst);
     }
     g_ptr_array_unref(all);
-    if (sim.root_hub) {
+    for (int bus = 1; bus <= sim.nbuses; bus++) {
+        if (!sim.root_hubs[bus])
+            continue;
         GError *err = NULL;
-        if (!umockdev_testbed_detach_ioctl(sim.testbed, sim.root_hub->devnode, &err))
+        if (!umockdev_testbed_detach_ioctl(sim.testbed, sim.root_hubs[bus]->devnode, &err))
             g_clear_error(&err);
-        g_clear_object(&sim.root_hub->handler);
-        g_clear_pointer(&sim.root_hub, instance_unref);
+        g_clear_object(&sim.root_hubs[bus]->handler);
+        g_clear_pointer(&sim.root_hubs[bus], instance_unref);
     }
     if (trash_thread) {
         g_async_queue_push(trash_queue, trash_stop);

@@ -1,7 +1,7 @@
 /*
  * accessory-sim: run a command with virtual USB accessories (umockdev).
  *
- *   accessory-sim [--accessory SPEC]... [--first-address N] [--kernel-order[=MS]] -- COMMAND [ARGS...]
+ *   accessory-sim [--accessory SPEC]... [--first-address N] [--buses N] [--kernel-order[=MS]] -- COMMAND [ARGS...]
  *   accessory-sim ctl CMD [ARGS...]
  *
  * --kernel-order[=MS] makes every plain unplug (ctl unplug, replug, storm) go in a
@@ -84,17 +84,21 @@ void sim_log(const char *fmt, ...)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: accessory-sim [--accessory VID:PID[:SERIAL[:PROTOCOL]]]... [--first-address N] [--kernel-order[=MS]] -- COMMAND [ARGS...]\n"
+            "usage: accessory-sim [--accessory VID:PID[:SERIAL[:PROTOCOL]][,OPTION]...]... [--first-address N] [--buses N]\n"
+            "                     [--kernel-order[=MS]] -- COMMAND [ARGS...]\n"
             "       accessory-sim ctl CMD [ARGS...]\n"
             "\n"
             "ctl commands:\n"
-            "  plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]   ok BUS ADDRESS PORT\n"
-            "  unplug BUS:ADDRESS [--silent]                            ok\n"
+            "  plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,android] [--port P] [--silent]\n"
+            "                                                           ok BUS ADDRESS PORT\n"
+            "  plug-hub PORT NPORTS                                     ok BUS ADDRESS PORT (a hub; plug behind it at PORT.N)\n"
+            "  unplug BUS:ADDRESS [--silent]                            ok (a hub: the devices behind it first, deepest first)\n"
             "  unplug BUS:ADDRESS --urbs-first [--uevent-delay MS]      ok (URBs fail, then sysfs, then the uevent)\n"
             "  replug BUS:ADDRESS [--silent]                            ok BUS ADDRESS PORT\n"
             "  storm BUS:ADDRESS N                                      ok BUS ADDRESS PORT\n"
             "  fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none  ok\n"
-            "  list                                                     BUS ADDRESS PORT VID:PID SERIAL per line\n"
+            "  list                                                     BUS ADDRESS PORT VID:PID SERIAL per line (hubs too)\n"
+            "  aoa-strings BUS:ADDRESS                                  INDEX STRING, six lines\n"
             "  ioctl-log BUS:ADDRESS                                    ok open=N claimed=LIST released=N ...\n"
             "  kernel-driver BUS:ADDRESS IFACE NAME|-                   ok\n"
             "  uevent-check                                             ok sockets=N (error: a shared uevent socket)\n"
@@ -476,6 +480,7 @@ static int run_main(int argc, char **argv)
 {
     GPtrArray *specs = g_ptr_array_new();
     int first_address = 2;
+    int nbuses = 1;
     int i, rc;
     char *privdir, *childtmp, *sock, *err = NULL;
 
@@ -497,13 +502,13 @@ static int run_main(int argc, char **argv)
             }
             sim.kernel_order_ms = ms;
             continue;
-        } else if (strcmp(a, "--accessory") == 0 || strcmp(a, "--first-address") == 0) {
+        } else if (strcmp(a, "--accessory") == 0 || strcmp(a, "--first-address") == 0 || strcmp(a, "--buses") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "accessory-sim: %s needs a value\n", a);
                 return 2;
             }
             value = argv[++i];
-        } else if (g_str_has_prefix(a, "--accessory=") || g_str_has_prefix(a, "--first-address=")) {
+        } else if (g_str_has_prefix(a, "--accessory=") || g_str_has_prefix(a, "--first-address=") || g_str_has_prefix(a, "--buses=")) {
             value = strchr(a, '=') + 1;
         } else if (a[0] == '-') {
             fprintf(stderr, "accessory-sim: unknown option %s\n", a);
@@ -520,6 +525,11 @@ static int run_main(int argc, char **argv)
             }
             spec_clear(&check);
             g_ptr_array_add(specs, (gpointer)value);
+        } else if (g_str_has_prefix(a, "--buses")) {
+            if (!parse_int(value, 1, SIM_MAX_BUSES, &nbuses)) {
+                fprintf(stderr, "accessory-sim: --buses must be 1-%d\n", SIM_MAX_BUSES);
+                return 2;
+            }
         } else if (!parse_int(value, 1, 127, &first_address)) {
             fprintf(stderr, "accessory-sim: --first-address must be 1-127\n");
             return 2;
@@ -568,7 +578,7 @@ static int run_main(int argc, char **argv)
         return 2;
     }
     loop = g_main_loop_new(NULL, FALSE);
-    devices_init(first_address);
+    devices_init(first_address, nbuses);
 
     rc = 0;
     for (guint k = 0; k < specs->len; k++) {

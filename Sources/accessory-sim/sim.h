@@ -18,7 +18,8 @@
 #include <glib.h>
 #include <umockdev.h>
 
-#define SIM_BUS 1
+/* Buses (host controllers, each with its root hub usbN): --buses N, 1-16. */
+#define SIM_MAX_BUSES 16
 #define SIM_NIFACES 2
 /* Bulk OUT data that has not been read back yet. Past this, bulk OUT URBs
  * are NAKed (they stay pending) until IN transfers drain the FIFO. */
@@ -29,7 +30,8 @@
 typedef enum {
     KIND_LOOPBACK = 0,   /* one vendor interface; bulk (or ",interrupt") OUT 0x01 echoed on IN 0x81 */
     KIND_PHONE,          /* ",android": an MTP-like phone that speaks Android Open Accessory 2 */
-    KIND_PHONE_ACCESSORY /* what a phone becomes on START: 18d1:2d01, accessory + adb */
+    KIND_PHONE_ACCESSORY, /* what a phone becomes on START: 18d1:2d01, accessory + adb */
+    KIND_HUB              /* "plug-hub": a USB 2.0 hub with hub_ports downstream ports */
 } Kind;
 
 typedef struct {
@@ -40,6 +42,7 @@ typedef struct {
     guint8 interface; /* ",interface=N": the protocol interface's bInterfaceNumber */
     gboolean interrupt; /* ",interrupt": interrupt endpoints instead of bulk */
     Kind kind;
+    guint8 hub_ports; /* KIND_HUB: downstream ports */
 } Spec;
 
 /* The interfaces of an instance live in slots 0..nifaces-1 of the
@@ -110,10 +113,11 @@ typedef struct {
     char *root;            /* testbed root directory */
     GRecMutex lock;
     GMainContext *worker_ctx; /* umockdev's ioctl thread (set once at start-up) */
-    GPtrArray *accessories;   /* Instance*: present accessories */
-    Instance *root_hub;
-    gboolean addr_used[128];
-    int devnum_next;
+    GPtrArray *accessories;   /* Instance*: present devices (plugged hubs too, not root hubs) */
+    int nbuses;
+    Instance *root_hubs[SIM_MAX_BUSES + 1]; /* by bus number */
+    gboolean addr_used[SIM_MAX_BUSES + 1][128];
+    int devnum_next[SIM_MAX_BUSES + 1];
     gboolean debug;
     /* --kernel-order[=MS]: every plain unplug (unplug, replug, storm) goes in the
      * kernel's order, the uevent MS ms late; < 0: off (the contract's plain order). */
@@ -123,6 +127,12 @@ typedef struct {
 extern Sim sim;
 
 void sim_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+/* A root hub or a plugged hub: it answers hub class requests and has ports. */
+static inline gboolean is_hub(const Instance *inst)
+{
+    return inst->root_hub || inst->spec.kind == KIND_HUB;
+}
 
 static inline unsigned int iface_slot(const Instance *inst, unsigned int n)
 {
@@ -156,14 +166,15 @@ void spec_clear(Spec *spec);
 void spec_copy(Spec *dst, const Spec *src);
 Instance *instance_ref(Instance *inst);
 void instance_unref(Instance *inst);
-void devices_init(int first_address);
+void devices_init(int first_address, int nbuses);
 Instance *device_plug(const Spec *spec, const char *port, gboolean silent, char **error);
 void device_unplug(Instance *inst, gboolean silent);
 void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms);
 void device_remove_node(Instance *inst);
 Instance *device_replug(Instance *inst, gboolean silent, char **error);
 Instance *device_find(int bus, int addr);
-int port_number(const char *port);
+/* Whether the hub (or root hub) has something plugged into its port n (sim.lock held). */
+gboolean hub_port_connected(const Instance *hub, int n);
 void device_set_driver_link(Instance *inst, int ifno, const char *driver);
 void devices_shutdown(void);
 

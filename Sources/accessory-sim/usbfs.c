@@ -493,15 +493,6 @@ static gsize string_descriptor(const Instance *inst, guint idx, guint8 *out)
     return out[0];
 }
 
-static gboolean port_connected(int port)
-{
-    for (guint i = 0; i < sim.accessories->len; i++) {
-        Instance *a = g_ptr_array_index(sim.accessories, i);
-        if (!a->gone && port_number(a->port) == port)
-            return TRUE;
-    }
-    return FALSE;
-}
 
 static gboolean *halt_flag(Instance *inst, guint ep)
 {
@@ -539,7 +530,7 @@ static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avai
             if (!in)
                 return -EPIPE;
             tmp[0] = tmp[1] = 0;
-            if (recipient == USB_RECIP_DEVICE && inst->root_hub)
+            if (recipient == USB_RECIP_DEVICE && is_hub(inst))
                 tmp[0] = 1; /* self powered */
             if (recipient == USB_RECIP_ENDPOINT) {
                 gboolean *h = halt_flag(inst, wIndex & 0xff);
@@ -617,17 +608,18 @@ static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avai
         default:
             return -EPIPE;
         }
-    } else if ((rt & USB_TYPE_MASK) == USB_TYPE_CLASS && inst->root_hub) {
+    } else if ((rt & USB_TYPE_MASK) == USB_TYPE_CLASS && is_hub(inst)) {
         if (rq == USB_REQ_GET_DESCRIPTOR && in && (wValue >> 8) == HUB_DESCRIPTOR_TYPE) {
-            /* 15 ports, individual power switching, no compound device */
-            const guint8 hub[] = {11, HUB_DESCRIPTOR_TYPE, 15, 0x09, 0x00, 10, 0, 0x00, 0x00, 0xff, 0xff};
+            /* individual power switching, no compound device */
+            guint8 ports = inst->root_hub ? 15 : inst->spec.hub_ports;
+            const guint8 hub[] = {11, HUB_DESCRIPTOR_TYPE, ports, 0x09, 0x00, 10, 0, 0x00, 0x00, 0xff, 0xff};
             memcpy(tmp, hub, sizeof(hub));
             n = sizeof(hub);
         } else if (rq == USB_REQ_GET_STATUS && in) {
             memset(tmp, 0, 4);
             if (recipient == USB_RECIP_OTHER) {
                 guint status = 0x0100; /* power */
-                if (port_connected((int)wIndex))
+                if (hub_port_connected(inst, (int)wIndex))
                     status |= 0x0001 | 0x0002 | 0x0400; /* connection, enable, high speed */
                 tmp[0] = (guint8)(status & 0xff);
                 tmp[1] = (guint8)(status >> 8);
