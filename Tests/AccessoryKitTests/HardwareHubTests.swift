@@ -1,0 +1,65 @@
+import AccessoryCore
+import Foundation
+import Testing
+@testable import AccessoryKit
+
+extension HardwareTests {
+    /// Accessories behind hubs, as a farm has them: a hub's unplug is every accessory behind
+    /// it leaving, deepest first, each with its own event (the kernel's order).
+    @Suite("Hubs")
+    struct Hubs {
+        @Test func aHubsUnplugDisconnectsWhatIsBehindItAsUnplugged() async throws {
+            let (manager, log) = try await HardwareTests.manager()
+            let hub = try Sim.device(fromReply: Sim.ctl("plug-hub", "1-20", "7"))
+            var hubPlugged = true
+            defer { if hubPlugged { try? Sim.unplug(hub) } }
+            var behind: [Sim.Device] = []
+            for i in 1...6 { behind.append(try Sim.plug("1209:00e1:HUBBED\(i)", port: "1-20.\(i)")) }
+            let inner = try Sim.device(fromReply: Sim.ctl("plug-hub", "1-20.7", "4"))
+            behind.append(try Sim.plug("1209:00e1:NESTED", port: "1-20.7.2"))
+            try #require(await log.wait { events in behind.allSatisfy { d in events.contains { HardwareTests.isAt(d)($0.accessory) } } })
+            // Hubs are hidden: they take no connection ID.
+            #expect(!(await log.connected).contains { $0.descriptor.port == hub.port || $0.descriptor.port == inner.port })
+
+            let before = await log.events.count
+            try Sim.unplug(hub)
+            hubPlugged = false
+            try #require(await log.wait { $0.count >= before + behind.count })
+            try await Task.sleep(for: .milliseconds(700))  // two reconcile intervals: nothing more may come
+            let after = Array(await log.events.dropFirst(before))
+            #expect(after.count == behind.count, "\(after)")
+            for event in after {
+                guard case .disconnected(let a, let reason) = event else {
+                    Issue.record("not a disconnect: \(event)")
+                    continue
+                }
+                #expect(reason == .unplugged, "\(a): \(reason)")
+            }
+            #expect(Set(after.map(\.accessory.descriptor.port)) == Set(behind.map(\.port)))
+            // The deepest first, as the kernel removes them.
+            #expect(after.first?.accessory.descriptor.port == "1-20.7.2")
+
+            // The live set equals the simulator's, hubs aside.
+            let live = Set(await manager.connectedAccessories.map { "\($0.descriptor.bus):\($0.descriptor.address ?? 0)@\($0.descriptor.port)" })
+            let truth = Set(try Sim.list().filter { $0.vendorProduct != "05e3:0608" }.map(\.device.description))
+            #expect(live == truth)
+            await manager.shutdown()
+            checkInvariants(await log.events)
+        }
+
+        @Test func accessoriesOnASecondBus() async throws {
+            let (manager, log) = try await HardwareTests.manager()
+            let device = try Sim.plug("1209:00e2:BUS2", port: "2-5")
+            defer { try? Sim.unplug(device) }
+            try #require(await log.wait { $0.contains { HardwareTests.isAt(device)($0.accessory) } })
+            let accessory = try #require(await log.connected.first(where: HardwareTests.isAt(device)))
+            #expect(accessory.descriptor.bus == 2)
+            let echoed = try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session throws(AccessoryError) in
+                try await session.write(Array("bus two".utf8))
+                return try await session.read(exactly: 7)
+            }
+            #expect(echoed == Array("bus two".utf8))
+            await manager.shutdown()
+        }
+    }
+}
