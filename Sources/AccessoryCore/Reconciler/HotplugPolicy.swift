@@ -121,15 +121,20 @@ public struct HotplugPolicy: Sendable {
 
     /// Judges the entries of `registry` against `truth` at `now`.
     ///
-    /// - Parameter patient: whether entries may wait for LEFT events (hotplug works, and the
-    ///   look is not an authoritative one such as a wake's, where events were lost).
+    /// - Parameters:
+    ///   - patient: whether entries may wait for LEFT events (hotplug works, and the look is
+    ///     not an authoritative one such as a wake's, where events were lost).
+    ///   - scope: the entries the truth speaks for (a look at some ports only); `nil`: all.
+    ///     Entries outside it are neither judged nor stop waiting.
     public mutating func judge(
-        _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], at now: Duration, patient: Bool
+        _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], at now: Duration, patient: Bool,
+        scope: Set<ConnectionID>? = nil
     ) -> Judgement {
         var judgement = Judgement()
-        let absent = Self.absentEntries(registry, truth: truth)
+        let absent = Self.absentEntries(registry, truth: truth, among: scope)
+        let inScope = { (id: ConnectionID) in scope?.contains(id) ?? true }
         // Entries listed again (or gone from the registry) stop waiting.
-        absentSince = absentSince.filter { absent.contains($0.key) }
+        absentSince = absentSince.filter { absent.contains($0.key) || !inScope($0.key) }
         func due(_ at: Duration) {
             judgement.lookAgainAt = min(judgement.lookAgainAt ?? at, at)
         }
@@ -143,7 +148,7 @@ public struct HotplugPolicy: Sendable {
                 judgement.evict.updateValue(suspects[id]?.operation, forKey: id)
             }
         }
-        for (id, suspicion) in suspects where !absent.contains(id) {
+        for (id, suspicion) in suspects where !absent.contains(id) && inScope(id) {
             guard registry[id] != nil else { suspects[id] = nil; continue }
             if now - suspicion.since < leftEventWindow {
                 due(suspicion.since + leftEventWindow)
@@ -155,11 +160,14 @@ public struct HotplugPolicy: Sendable {
         return judgement
     }
 
-    /// The registry entries whose instance the truth lacks.
-    public static func absentEntries(_ registry: ConnectionRegistry, truth: [AccessoryDescriptor]) -> Set<ConnectionID> {
+    /// The registry entries (of `scope`, when given) whose instance the truth lacks.
+    public static func absentEntries(
+        _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], among scope: Set<ConnectionID>? = nil
+    ) -> Set<ConnectionID> {
         var live: [DeviceKey: AccessoryDescriptor] = [:]
         for d in truth { if let key = d.key { live[key] = d } }
-        return Set(registry.accessories.filter { entry in
+        let entries = scope.map { $0.compactMap { registry[$0] } } ?? registry.accessories
+        return Set(entries.filter { entry in
             guard let key = entry.descriptor.key, let d = live[key] else { return true }
             return !d.isSameInstance(as: entry.descriptor)
         }.map(\.connectionID))

@@ -21,11 +21,16 @@ public struct Reconciler: Sendable {
 
     public init() {}
 
-    /// - Parameter isShown: whether an admitted device is shown; a hidden one gets a hidden
-    ///   ID (see ``ConnectionRegistry``).
+    /// - Parameters:
+    ///   - isShown: whether an admitted device is shown; a hidden one gets a hidden ID (see
+    ///     ``ConnectionRegistry``).
+    ///   - scope: the entries `truth` speaks for, when it is a look at some ports only (their
+    ///     entries, and those whose bus and address a device of `truth` now has); `nil`: the
+    ///     truth is the whole OS truth. Entries outside the scope are kept as they are, and
+    ///     the registry stays suspect until a whole look.
     public func reconcile(
         _ registry: inout ConnectionRegistry, against truth: [AccessoryDescriptor],
-        isShown: (AccessoryDescriptor) -> Bool = { _ in true }
+        isShown: (AccessoryDescriptor) -> Bool = { _ in true }, scope: Set<ConnectionID>? = nil
     ) -> Report {
         var report = Report()
         // Index the truth by key and by port; a snapshot listing one instance twice counts once.
@@ -43,7 +48,8 @@ public struct Reconciler: Sendable {
         }
         var claimed = [Bool](repeating: false, count: live.count)
         var evictions: [(ConnectionID, GhostEvidence)] = []
-        for entry in registry.accessories {
+        let entries = scope.map { ids in ids.compactMap { registry[$0] }.sorted { $0.connectionID < $1.connectionID } } ?? registry.accessories
+        for entry in entries {
             let d = entry.descriptor
             let candidate = d.key.flatMap { byKey[$0] } ?? byPort[d.portKey]
             if let i = candidate, !claimed[i], live[i].isSameInstance(as: d) {
@@ -62,7 +68,7 @@ public struct Reconciler: Sendable {
         for (i, d) in live.enumerated() where !claimed[i] {
             report.events.append(.connected(registry.admit(d, shown: isShown(d))))
         }
-        registry.markReconciled()
+        if scope == nil { registry.markReconciled() }
         return report
     }
 }

@@ -6,7 +6,8 @@ import Logging
 /// Without libusb (no USB on the machine) it still scans sysfs, with no hotplug.
 struct SystemUSBHost: USBHost {
     let backend: LibUSBBackend?
-    let scanner: SysfsScanner
+    /// The OS truth, read through a cache: a look at an unchanged device is one small read.
+    let sysfs: SysfsCache
 
     init(sysfsRoot: String, protocolTable: ProtocolTable, logger: Logger, reconcileInterval: Duration) {
         do {
@@ -17,12 +18,12 @@ struct SystemUSBHost: USBHost {
         }
         // The manager sees hubs too, so that their events are not unknown devices; it hides
         // them when it announces accessories.
-        scanner = SysfsScanner(root: sysfsRoot, includeHubs: true, protocolTable: protocolTable)
+        sysfs = SysfsCache(SysfsScanner(root: sysfsRoot, includeHubs: true, protocolTable: protocolTable))
     }
 
-    func scan() -> SysfsScanner.Result { scanner.scan() }
+    func scan() -> SysfsScanner.Result { sysfs.scan() }
 
-    func device(named port: String) -> USBDeviceInfo? { scanner.device(named: port) }
+    func device(named port: String) -> USBDeviceInfo? { sysfs.device(named: port) }
 
     func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? {
         try backend?.startMonitoring()

@@ -107,6 +107,12 @@ public actor AccessoryManager {
     /// monotonic clock. The tasks above wait for them on the configuration's clock; a
     /// simulated host runs them itself, in order, with ``runDue(until:)``.
     private var pendingDeadline: (at: Duration, trigger: Trigger)?
+    /// The ports hotplug events named since the last reconcile: a debounced reconcile looks
+    /// at these only (a farm's storm on one port must not rescan every device).
+    private var touchedPorts: Set<String> = []
+    /// Set when something may have changed that no event named (a suspicion, a port libusb
+    /// could not name exactly): the next reconcile scans everything.
+    private var needsFullScan = false
     private var nextTick: Duration
     /// A replayed trace's time (its records' `t`): while set, the registry dates its events
     /// by it instead of the host's clock, so re-enumeration links come out as in
@@ -372,6 +378,9 @@ public actor AccessoryManager {
     private func handle(_ notice: HotplugNotice) {
         guard !isShutDown else { return }
         let device = notice.descriptor
+        // The next debounced reconcile reads this port. (Should libusb's chain be short, a
+        // parent hub missing from its list, the periodic full scan finds the rest.)
+        touchedPorts.insert(device.port)
         let address = device.address.map(String.init) ?? "?"
         switch notice.kind {
         case .arrived:
@@ -396,6 +405,7 @@ public actor AccessoryManager {
         case .left:
             logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(address)")
             let leaving = device.key.flatMap { registry.accessory(at: $0) }
+            if let leaving { touchedPorts.insert(leaving.descriptor.port) }
             var port: String? = device.port
             // libusb builds the port chain from its own parent links, which can be shorter
             // than the kernel's name when a parent hub is missing from its list. When the
@@ -434,6 +444,7 @@ public actor AccessoryManager {
         deliver(update.events, infos: arrival.map { [$0.descriptor: $0] } ?? [:])
         if let suspicion = update.suspicion {
             logger.debug("registry suspects it is out of step (\(suspicion)); reconciling")
+            needsFullScan = true
             scheduleReconcile()
         }
     }
@@ -583,7 +594,14 @@ public actor AccessoryManager {
     /// that fails changes nothing.
     @discardableResult
     private func reconcile(_ trigger: Trigger) -> Reconciler.Report {
-        var scan = host.scan()
+        // After hotplug events, only the ports they named are read; everything else is as
+        // the registry has it. Periodic, wake, confirming, initial and suspicious looks read
+        // everything (as does one whose raw truth is being recorded).
+        let partial = trigger == .debounced && !needsFullScan && isHotplugAvailable && monitorTaps.isEmpty
+        let ports = touchedPorts
+        touchedPorts.removeAll()
+        if !partial { needsFullScan = false }
+        var scan = partial ? SysfsScanner.Result(devices: ports.sorted().compactMap(host.device(named:))) : host.scan()
         if let failure = scan.failure {
             // An unreadable sysfs is not an empty bus: evict nothing, look again later.
             logger.warning("reconcile (\(trigger.rawValue)) skipped: \(failure)")
@@ -593,6 +611,9 @@ public actor AccessoryManager {
         let now = host.uptime().monotonic
         scan.devices = policy.withoutGone(scan.devices, at: now, descriptor: \.descriptor)
         let truth = scan.devices.map(\.descriptor)
+        // A partial look speaks for the entries on its ports, and for those whose bus and
+        // address a device it found now has (a ghost elsewhere); the rest stay as they are.
+        let scope: Set<ConnectionID>? = partial ? Self.scope(of: ports, truth: truth, in: registry) : nil
         let patient: Bool
         switch trigger {
         case .debounced, .periodic, .confirm, .noDevice: patient = isHotplugAvailable
@@ -604,11 +625,11 @@ public actor AccessoryManager {
             infos[info.descriptor] = info
             if let key = info.descriptor.key { byKey[key] = info }
         }
-        let judgement = policy.judge(registry, truth: truth, at: now, patient: patient)
+        let judgement = policy.judge(registry, truth: truth, at: now, patient: patient, scope: scope)
         registry.now = recordedTime ?? now
         var report = Reconciler().reconcile(
             &registry, against: HotplugPolicy.truth(truth, keeping: judgement.waiting, of: registry),
-            isShown: { d in infos[d].map(isVisible) ?? true })
+            isShown: { d in infos[d].map(isVisible) ?? true }, scope: scope)
         if !monitorTaps.isEmpty { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
         // Say what was seen: a session's operation found the device gone.
         report.events = report.events.map { event in
@@ -621,7 +642,8 @@ public actor AccessoryManager {
         // Entries that were kept: take the scan's fresher view (strings, configuration). A
         // hidden one that now speaks a supported protocol (its interfaces were not there
         // yet when it arrived) is shown from now on, under its first shown ID.
-        for accessory in registry.accessories {
+        let kept = scope.map { ids in ids.compactMap { registry[$0] } } ?? registry.accessories
+        for accessory in kept {
             guard var entry = entries[accessory.connectionID], let key = accessory.descriptor.key,
                 var fresh = byKey[key], fresh.descriptor.isSameInstance(as: accessory.descriptor),
                 fresh != entry.info
@@ -642,6 +664,20 @@ public actor AccessoryManager {
             logger.debug("reconcile (\(trigger.rawValue)): kept \(report.kept), evicted \(report.evicted), admitted \(report.admitted)")
         }
         return report
+    }
+
+    /// The entries a look at `ports` (sysfs names such as `1-3.2`) speaks for: those on the
+    /// ports, and those whose bus and address a device of `truth` now has.
+    static func scope(of ports: Set<String>, truth: [AccessoryDescriptor], in registry: ConnectionRegistry) -> Set<ConnectionID> {
+        var ids = Set<ConnectionID>()
+        for port in ports {
+            let bus = port.hasPrefix("usb") ? Int(port.dropFirst(3)) : Int(port.prefix { $0.isNumber })
+            if let bus, let entry = registry.accessory(on: PortKey(bus: bus, port: port)) { ids.insert(entry.connectionID) }
+        }
+        for d in truth {
+            if let key = d.key, let entry = registry.accessory(at: key) { ids.insert(entry.connectionID) }
+        }
+        return ids
     }
 
     /// A NO_DEVICE that sysfs has not confirmed for the whole wait: the connection stays, and

@@ -46,14 +46,24 @@ public struct SysfsScanner: Sendable {
     /// Scans every device directory under ``root``. A directory that vanishes meanwhile is
     /// skipped (a device being removed); any other read failure fails the whole scan.
     public func scan() -> Result {
+        scan { read($0) }
+    }
+
+    /// A scan that reads each device directory with `read` (a cache's, say).
+    /// - Parameter listed: told the device names found, before they are read.
+    func scan(
+        listed: ([String]) -> Void = { _ in }, read: (String) -> Swift.Result<USBDeviceInfo?, ReadFailure>
+    ) -> Result {
         errno = 0
         guard let names = SysfsFiles.list(root) else {
             let code = errno
             if code == ENOENT { return Result(devices: [], note: "no USB subsystem on this machine: \(root) does not exist") }
             return Result(devices: [], failure: "cannot list \(root): \(Self.describe(code))")
         }
+        let deviceNames = names.filter { !$0.contains(":") }
+        listed(deviceNames)
         var devices: [USBDeviceInfo] = []
-        for name in names where !name.contains(":") {
+        for name in deviceNames {
             switch read(name) {
             case .success(let info?): if includeHubs || !info.isHub { devices.append(info) }
             case .success(nil): continue
