@@ -1,0 +1,63 @@
+import AccessoryCore
+import Foundation
+import Testing
+@testable import AccessoryKit
+
+/// The farm's sysfs reads: an unchanged device costs one `devnum` read.
+@Suite("Sysfs cache")
+struct SysfsCacheTests {
+    @Test("An unchanged device comes from the cache; a new device number, or a device without interfaces, is read again")
+    func cache() throws {
+        let sysfs = try FakeSysfs()
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, manufacturer: "Before\n")
+        let cache = SysfsCache(SysfsScanner(root: sysfs.root, includeHubs: true))
+        #expect(cache.device(named: "1-1")?.descriptor.manufacturer == "Before")
+        #expect(cache.count == 1)
+
+        // The same instance (same name, same device number): what was read still holds,
+        // so a change to another file is not seen. This is how the test tells a cache hit.
+        try Data("After\n".utf8).write(to: URL(fileURLWithPath: sysfs.root + "/1-1/manufacturer"))
+        #expect(cache.device(named: "1-1")?.descriptor.manufacturer == "Before")
+        #expect(cache.scan().devices.first?.descriptor.manufacturer == "Before")
+
+        // A re-enumeration: a new device number, read in full.
+        try sysfs.remove(port: "1-1")
+        try sysfs.add(port: "1-1", bus: 1, address: 6, vendor: 0x1209, product: 0x0001, manufacturer: "Again\n")
+        #expect(cache.device(named: "1-1")?.descriptor.manufacturer == "Again")
+        #expect(cache.device(named: "1-1")?.descriptor.address == 6)
+
+        // Gone: nothing, and forgotten by the next scan.
+        try sysfs.remove(port: "1-1")
+        #expect(cache.device(named: "1-1") == nil)
+        #expect(cache.scan().devices.isEmpty)
+        #expect(cache.count == 0)
+    }
+
+    @Test("A device read before its configuration has interfaces is not remembered")
+    func noInterfacesNoCache() throws {
+        let sysfs = try FakeSysfs()
+        // Only the device descriptor so far: no configuration, no interfaces.
+        let full = FakeSysfs.loopbackDescriptors(vendor: 0x1209, product: 0x0002)
+        try sysfs.add(port: "1-2", bus: 1, address: 7, vendor: 0x1209, product: 0x0002, raw: ["descriptors": Array(full.prefix(18))])
+        let cache = SysfsCache(SysfsScanner(root: sysfs.root, includeHubs: true))
+        let first = try #require(cache.device(named: "1-2"))
+        #expect(first.configuration?.interfaces.isEmpty ?? true)
+        #expect(cache.count == 0)
+        try Data(full).write(to: URL(fileURLWithPath: sysfs.root + "/1-2/descriptors"))
+        #expect(cache.device(named: "1-2")?.configuration?.interfaces.count == 1)
+        #expect(cache.count == 1)
+    }
+
+    @Test("A scan equals the scanner's own, device for device")
+    func scanEqualsScanner() throws {
+        let sysfs = try FakeSysfs()
+        for i in 1...20 {
+            try sysfs.add(port: "1-\(i)", bus: 1, address: 1 + i, vendor: 0x1209, product: UInt16(i), serial: "S\(i)\n")
+        }
+        let scanner = SysfsScanner(root: sysfs.root, includeHubs: true)
+        let cache = SysfsCache(scanner)
+        #expect(cache.scan() == scanner.scan())
+        #expect(cache.scan() == scanner.scan(), "from the cache")
+        #expect(cache.count == 20)
+    }
+}
