@@ -35,8 +35,8 @@
 /* Root ports per root hub. */
 #define ROOT_PORTS 255
 
-/* The PCI function of bus B's host controller (EHCI on PCI, as on a PC): bus 1
- * is 0000:00:1d.0, bus B > 1 is 0000:00:0B.0 (0x02...). */
+/* The PCI function of bus B's host controller (xHCI on PCI, as on a PC, one
+ * root hub each): bus 1 is 0000:00:1d.0, bus B > 1 is 0000:00:0B.0 (0x02...). */
 static char *hcd_name(int bus)
 {
     return bus == 1 ? g_strdup("0000:00:1d.0") : g_strdup_printf("0000:00:%02x.0", bus);
@@ -348,8 +348,8 @@ static Instance *instance_new(const Spec *spec, const char *port, int addr, gboo
         inst->ifnames[0] = g_strdup_printf("%d-0:1.0", inst->bus);
         inst->descriptors = root_hub_descriptors();
         inst->strings[1] = g_strdup("accessory-sim");
-        inst->strings[2] = g_strdup("EHCI Host Controller");
-        inst->strings[3] = g_strdup("Linux accessory-sim ehci_hcd");
+        inst->strings[2] = g_strdup("xHCI Host Controller");
+        inst->strings[3] = g_strdup("Linux accessory-sim xhci-hcd");
         inst->kdriver[0] = g_strdup("hub");
         inst->kdriver_last[0] = g_strdup("hub");
     } else {
@@ -876,17 +876,17 @@ static void write_host_controller(int bus)
 
     mkdir_p(dir);
     attr(dir, "uevent",
-         "DRIVER=ehci-pci\nPCI_CLASS=C0320\nPCI_ID=8086:1E26\nPCI_SUBSYS_ID=8086:7270\n"
-         "PCI_SLOT_NAME=%s\nMODALIAS=pci:v00008086d00001E26sv00008086sd00007270bc0Csc03i20\n", name);
+         "DRIVER=xhci_hcd\nPCI_CLASS=C0330\nPCI_ID=8086:A36D\nPCI_SUBSYS_ID=8086:7270\n"
+         "PCI_SLOT_NAME=%s\nMODALIAS=pci:v00008086d0000A36Dsv00008086sd00007270bc0Csc03i30\n", name);
     attr(dir, "vendor", "0x8086\n");
-    attr(dir, "device", "0x1e26\n");
-    attr(dir, "class", "0x0c0320\n");
+    attr(dir, "device", "0xa36d\n");
+    attr(dir, "class", "0x0c0330\n");
     target = g_strdup_printf("%sbus/pci", up);
     path = g_build_filename(dir, "subsystem", NULL);
     make_link(target, path);
     g_free(path);
     g_free(target);
-    target = g_strdup_printf("%sbus/pci/drivers/ehci-pci", up);
+    target = g_strdup_printf("%sbus/pci/drivers/xhci_hcd", up);
     path = g_build_filename(dir, "driver", NULL);
     make_link(target, path);
     g_free(path);

@@ -9,7 +9,9 @@ struct DoctorCommand: ParsableCommand {
         discussion: """
             Checks the libusb version and hotplug support, usbfs, the permissions on each \
             accessory's device node, which udev rules apply, and kernel drivers that hold an \
-            interface. Exit status 0 when accessories are usable by this user (warnings such as \
+            interface, and for each host controller the devices and endpoints behind it, with a \
+            warning as an xHCI controller nears about 32 device slots or 96 endpoints (the limits \
+            farms of phones and boards run into). Exit status 0 when accessories are usable by this user (warnings such as \
             "no udev rule" do not change that), 1 when something blocks use.
 
             Examples:

@@ -165,3 +165,27 @@ extension LiveCLITests {
         #expect(withDriver.stdout.contains("held by the kernel driver cdc_acm"))
     }
 }
+
+extension LiveCLITests {
+    @Test("doctor reports each host controller's devices and endpoints, and warns as one nears 32 slots or 96 endpoints")
+    func doctorForFarms() throws {
+        let top = try Simulator.ctl("plug-hub", "2-9", "7")
+        let hub = "\(top[1]):\(top[2])"
+        defer { _ = try? Simulator.ctl("unplug", hub) }
+        let quiet = try CLI.ctl("doctor")
+        #expect(quiet.stdout.contains("host controller 0000:00:02.0 (xhci_hcd, bus 2): 1 device, 2 endpoints"), "\(quiet.stdout)")
+        // 4 more hubs and 24 accessories behind them: 29 devices, 5×2 + 24×3 = 82 endpoints
+        // (a hub has its interrupt endpoint and endpoint 0, a loopback two bulk ones and 0).
+        for h in 1...4 {
+            try Simulator.ctl("plug-hub", "2-9.\(h)", "7")
+            for p in 1...(h == 4 ? 3 : 7) { _ = try Simulator.plug("1209:00f1:FARM\(h)\(p)", port: "2-9.\(h).\(p)") }
+        }
+        let busy = try CLI.ctl("doctor")
+        #expect(busy.status == 0, "a crowded controller is a warning, not a block")
+        let line = busy.stdout.split(separator: "\n").first { $0.contains("host controller 0000:00:02.0") }.map(String.init) ?? ""
+        #expect(line.contains("warning"), "\(busy.stdout)")
+        #expect(line.contains("29 devices, near the 32 device slots"), "\(line)")
+        #expect(line.contains("82 endpoints, near the 96"), "\(line)")
+        #expect(busy.stdout.contains("fix: spread the accessories over more host controllers"))
+    }
+}

@@ -64,7 +64,25 @@ public struct Doctor: Sendable {
         for info in scan.devices {
             findings += check(info, rules: rules)
         }
+        findings += controllerFindings()
         return findings
+    }
+
+    /// One finding per host controller: what is behind it, and a warning as it nears the
+    /// limits farms run into (``HostControllerLoad``).
+    func controllerFindings() -> [Finding] {
+        let all = SysfsScanner(root: sysfsRoot, includeHubs: true).scan()
+        guard all.failure == nil else { return [] }
+        return HostControllerLoad.measure(all.devices, sysfsRoot: sysfsRoot).map { load in
+            let buses = load.buses.map(String.init).joined(separator: ", ")
+            let subject = "host controller \(load.controller) (\(load.driver ?? "driver unknown"), bus\(load.buses.count == 1 ? "" : "es") \(buses))"
+            let counts = "\(load.devices) device\(load.devices == 1 ? "" : "s"), \(load.endpoints) endpoint\(load.endpoints == 1 ? "" : "s")"
+            let concerns = load.concerns
+            guard !concerns.isEmpty else { return Finding(severity: .note, subject: subject, message: counts) }
+            return Finding(
+                severity: .warning, subject: subject, message: concerns.joined(separator: "; "),
+                fix: "spread the accessories over more host controllers (ports of another controller, or a PCIe USB card); hubs do not add slots")
+        }
     }
 
     /// Whether the findings leave accessories usable (warnings do not block).

@@ -22,11 +22,15 @@ enum SysfsFiles {
     /// The last path component of a symlink's target (such as a driver's name); `nil` when
     /// `path` is not a symlink.
     static func linkTarget(_ path: String) -> String? {
+        link(path)?.split(separator: "/").last.map(String.init)
+    }
+
+    /// A symlink's whole target, as `readlink` gives it.
+    static func link(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink(path, &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
-        let target = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return target.split(separator: "/").last.map(String.init)
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `path` exists.
