@@ -24,7 +24,7 @@ extension HardwareTests {
             let before = await log.events.count
             try Sim.unplug(hub)
             hubPlugged = false
-            let behindHub = { (e: AccessoryEvent) in e.accessory.descriptor.port.hasPrefix("1-20.") }
+            let behindHub: @Sendable (AccessoryEvent) -> Bool = { $0.accessory.descriptor.port.hasPrefix("1-20.") }
             try #require(await log.wait { $0.dropFirst(before).filter(behindHub).count >= behind.count })
             try await Task.sleep(for: .milliseconds(700))  // two reconcile intervals: nothing more may come
             // (Other tests' accessories may come and go meanwhile; only the hub's count here.)
