@@ -26,8 +26,75 @@ struct ReplayBenchmark {
         rows.append(row("accessoryctl replay --json", ours))
         rows.append(row("accessoryctl replay --json --faults …", faulted))
         rows.append(row("jq -c . (baseline)", jq))
-        try? FileManager.default.removeItem(atPath: trace)
+        // Parsing alone, in this process: the hand-written reader against Foundation's
+        // JSONDecoder decoding each line into a Codable record (what it would replace).
+        let reader = Self.timed { var r = try TraceReader(path: trace); var n = 0; while try r.next() != nil { n += 1 }; return n }
+        let decoder = Self.timed { try Self.decodeWithFoundation(trace) }
+        rows.append(String(format: "| parse only: TraceReader (in process) | %d | %.1f | %.2f | – | %.0f | – | %.2f |", reader.count, mb, reader.seconds, Double(reader.count) / reader.seconds, reader.seconds / jq.wall))
+        rows.append(String(format: "| parse only: Foundation JSONDecoder (in process) | %d | %.1f | %.2f | – | %.0f | – | %.2f |", decoder.count, mb, decoder.seconds, Double(decoder.count) / decoder.seconds, decoder.seconds / jq.wall))
+        // BENCH_KEEP_TRACE=1 keeps the trace, for profiling (`perf record accessoryctl replay …`).
+        if ProcessInfo.processInfo.environment["BENCH_KEEP_TRACE"] == nil {
+            try? FileManager.default.removeItem(atPath: trace)
+        } else {
+            FileHandle.standardError.write(Data("replay: kept \(trace)\n".utf8))
+        }
         return rows
+    }
+
+    /// Runs `body` once and returns what it counted and its wall time.
+    static func timed(_ body: () throws -> Int) -> (count: Int, seconds: Double) {
+        let start = ContinuousClock.now
+        let count = (try? body()) ?? -1
+        let d = ContinuousClock.now - start
+        return (count, Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+    }
+
+    /// One trace line as a Codable value: every field a record can have.
+    struct CodableRecord: Decodable {
+        struct Device: Decodable {
+            var bus: Int
+            var address: Int?
+            var port: String?
+            var vendor: String?
+            var product: String?
+            var bcdDevice: String?
+            var serial: String?
+            var manufacturer: String?
+            var name: String?
+            var protocols: [String]?
+        }
+        var t: Double?
+        var event: String?
+        var bus: Int?
+        var address: Int?
+        var port: String?
+        var vendor: String?
+        var product: String?
+        var bcdDevice: String?
+        var serial: String?
+        var manufacturer: String?
+        var name: String?
+        var protocols: [String]?
+        var devices: [Device]?
+        var format: String?
+        var source: String?
+    }
+
+    /// Decodes every line of `path` with one `JSONDecoder`; returns the records decoded.
+    static func decodeWithFoundation(_ path: String) throws -> Int {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let decoder = JSONDecoder()
+        var n = 0
+        var start = data.startIndex
+        while start < data.endIndex {
+            let end = data[start...].firstIndex(of: 10) ?? data.endIndex
+            if end > start {
+                _ = try decoder.decode(CodableRecord.self, from: data[start..<end])
+                n += 1
+            }
+            start = end + 1
+        }
+        return n - 1  // the header line
     }
 
     static let header = """

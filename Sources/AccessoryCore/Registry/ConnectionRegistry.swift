@@ -184,7 +184,7 @@ public struct ConnectionRegistry: Sendable {
             connectionID: ConnectionID(rawValue: nextID), descriptor: old.descriptor, hasClonedSerial: old.hasClonedSerial,
             previousConnectionID: old.previousConnectionID)
         nextID += 1
-        if switching.remove(id) != nil { switching.insert(accessory.connectionID) }
+        if !switching.isEmpty, switching.remove(id) != nil { switching.insert(accessory.connectionID) }
         entries[accessory.connectionID] = accessory
         if let key = old.descriptor.key, byKey[key] == id { byKey[key] = accessory.connectionID }
         if byPort[old.descriptor.portKey] == id { byPort[old.descriptor.portKey] = accessory.connectionID }
@@ -198,7 +198,7 @@ public struct ConnectionRegistry: Sendable {
         count(d, -1)
         if let key = d.key, byKey[key] == id { byKey[key] = nil }
         if byPort[d.portKey] == id { byPort[d.portKey] = nil }
-        let switched = switching.remove(id) != nil
+        let switched = !switching.isEmpty && switching.remove(id) != nil
         if reason != .shutdown {
             if ended.count >= Self.maxEnded { ended = ended.filter { now - $0.value.at <= linkWindow } }
             ended[d.portKey] = Ended(id: id, descriptor: d, at: now, switched: switched)
