@@ -120,6 +120,38 @@ struct ManagerTests {
         checkInvariants(await log.events)
     }
 
+    @Test func aDebouncedReconcileLooksOnlyAtThePortsItsEventsNamed() async throws {
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")
+        let m = try await manager(interval: .seconds(2))
+        let log = await EventLog.recording(m)
+        #expect(await log.settled { $0.count == 2 })
+        // 1-2 goes with its event lost, and 1-3 arrives with its event lost; then an event
+        // on 1-1 (a re-enumeration) brings a debounced reconcile.
+        try sysfs.remove(port: "1-2")
+        try sysfs.add(port: "1-3", bus: 1, address: 8, vendor: 0x1209, product: 0x0003, serial: "SN3\n")
+        try sysfs.remove(port: "1-1")
+        await backend.send(.left, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
+        try sysfs.add(port: "1-1", bus: 1, address: 7, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        await backend.send(.arrived, bus: 1, address: 7, port: "1-1", vendor: 0x1209, product: 0x0001)
+        await backend.advance(m, by: .milliseconds(50))
+        // It looked at 1-1 only: the ghost on 1-2 and the newcomer on 1-3 wait for the
+        // periodic full scan.
+        #expect(await m.connectedAccessories.map(\.descriptor.port).sorted() == ["1-1", "1-2"])
+        // The periodic full scan admits 1-3 at once, and lets 1-2 wait its 250 ms for a LEFT
+        // event that never comes.
+        await backend.advance(m, by: .seconds(2))
+        #expect(await m.connectedAccessories.map(\.descriptor.port).sorted() == ["1-1", "1-2", "1-3"])
+        await backend.advance(m, by: .milliseconds(300))
+        #expect(await m.connectedAccessories.map(\.descriptor.port).sorted() == ["1-1", "1-3"])
+        let reasons = await log.events.compactMap { e -> DisconnectReason? in
+            if case .disconnected(let a, let reason) = e, a.descriptor.port == "1-2" { reason } else { nil }
+        }
+        #expect(reasons == [.ghostEvicted(.absentFromSnapshot)])
+        await m.shutdown()
+        checkInvariants(await log.events)
+    }
+
     @Test func duplicatedAndLostEventsConverge() async throws {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         let m = try await manager()
