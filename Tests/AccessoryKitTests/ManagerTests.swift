@@ -144,10 +144,11 @@ struct ManagerTests {
         #expect(await m.connectedAccessories.map(\.descriptor.port).sorted() == ["1-1", "1-2", "1-3"])
         await backend.advance(m, by: .milliseconds(300))
         #expect(await m.connectedAccessories.map(\.descriptor.port).sorted() == ["1-1", "1-3"])
-        let reasons = await log.events.compactMap { e -> DisconnectReason? in
-            if case .disconnected(let a, let reason) = e, a.descriptor.port == "1-2" { reason } else { nil }
-        }
-        #expect(reasons == [.ghostEvicted(.absentFromSnapshot)])
+        #expect(await log.settled { events in
+            events.compactMap { e -> DisconnectReason? in
+                if case .disconnected(let a, let reason) = e, a.descriptor.port == "1-2" { reason } else { nil }
+            } == [.ghostEvicted(.absentFromSnapshot)]
+        })
         await m.shutdown()
         checkInvariants(await log.events)
     }
