@@ -2,7 +2,7 @@ import AccessoryCore
 
 /// Human-readable lines for notifications and accessories (the non-JSON output).
 enum EventText {
-    static let header = "ID      EVENT          BUS:ADDR  PORT        VID:PID    SERIAL        REASON"
+    static let header = "ID      EVENT          BUS:ADDR  PORT        VID:PID    SERIAL        REASON / LINK"
 
     static func line(_ event: AccessoryEvent, style: TerminalStyle, prefix: String = "") -> String {
         let a = event.accessory
@@ -12,6 +12,7 @@ enum EventText {
         switch event {
         case .connected:
             what = style.green(pad("connected", 14))
+            if let previous = a.previousConnectionID { reason = style.dim("continues #\(previous.rawValue)") }
         case .disconnected(_, let r):
             what = r.code == "ghost-evicted" ? style.yellow(pad("disconnected", 14)) : style.red(pad("disconnected", 14))
             reason = r.description
