@@ -17,8 +17,9 @@
  * phone's app), interface 1 adb (ff/42/01) with bulk IN 0x82 / OUT 0x02. It
  * keeps the strings and answers 51 and 52 too; START there only completes.
  *
- * Calls nothing above it: the switch goes through the registered handler,
- * run on the main context (never on umockdev's worker thread).
+ * Calls nothing above it (nor devices.c): the switch goes through the
+ * handler devices.c registers, run on the main context (never on umockdev's
+ * worker thread, never with sim.lock held), with the phone's BUS:ADDRESS.
  */
 #include "sim.h"
 
@@ -31,9 +32,9 @@
 #define AOA_VERSION 2
 #define SWITCH_DELAY_MS 20
 
-static void (*switch_handler)(Instance *phone);
+static void (*switch_handler)(int bus, int addr);
 
-void android_set_switch_handler(void (*handler)(Instance *phone))
+void android_set_switch_handler(void (*handler)(int bus, int addr))
 {
     switch_handler = handler;
 }
@@ -92,12 +93,13 @@ typedef struct {
     int bus, addr;
 } SwitchRequest;
 
+/* Main context: the phone may have been unplugged meanwhile; the handler
+ * looks BUS:ADDRESS up and does nothing unless a phone is still there. */
 static gboolean switch_now(gpointer data)
 {
     SwitchRequest *req = data;
-    Instance *phone = device_find(req->bus, req->addr);
-    if (phone && phone->spec.kind == KIND_PHONE && switch_handler)
-        switch_handler(phone);
+    if (switch_handler)
+        switch_handler(req->bus, req->addr);
     return G_SOURCE_REMOVE;
 }
 

@@ -8,9 +8,18 @@
  * line per accessory and nothing else, and "aoa-strings" (six lines).
  *
  *   plug SPEC [--port P] [--silent]   -> ok BUS ADDRESS PORT
- *       (SPEC may end in options: ",interface=N" the interface's bInterfaceNumber,
- *       0-255; ",interrupt" interrupt endpoints instead of bulk; ",android" an
- *       Android phone speaking Android Open Accessory 2, see android.c)
+ *       SPEC is VID:PID[:SERIAL[:PROTOCOL]][,OPTION]... (an empty PROTOCOL: the
+ *       kind's default); options, unknown ones are errors:
+ *       ",interface=N" the loopback interface's bInterfaceNumber, 0-255;
+ *       ",interrupt" the loopback with interrupt OUT 0x01 / IN 0x81 (64 bytes,
+ *         bInterval 1) instead of bulk, still echoed; an INTERRUPT URB on a bulk
+ *         endpoint fails with EINVAL, a BULK URB on an interrupt one runs as interrupt;
+ *       ",android" an Android phone (Google "Pixel 8", one MTP interface: bulk
+ *         0x81/0x01, interrupt 0x82; no echo) speaking Android Open Accessory 2:
+ *         GET_PROTOCOL (51) -> 2, SEND_STRING (52) index 0-5, START (53) -> ~20 ms
+ *         later it leaves and comes back on its port at the next address as
+ *         18d1:2d01 (interface 0 accessory, echoing bulk 0x81/0x01; interface 1 adb,
+ *         bulk 0x82/0x02) with the strings it got; see android.c
  *   plug-hub PORT NPORTS              -> ok BUS ADDRESS PORT: a USB 2.0 hub (05e3:0608)
  *       with ports PORT.1 ... PORT.NPORTS; hubs nest
  *   unplug BUS:ADDRESS [--silent]     -> ok (a hub: everything behind it first, deepest
@@ -23,8 +32,11 @@
  *   fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none -> ok
  *       (no-node: only the /dev node goes; sysfs still lists the device)
  *   list                              -> BUS ADDRESS PORT VID:PID SERIAL...
- *   aoa-strings BUS:ADDRESS           -> six lines "INDEX STRING", no ok line
+ *   aoa-strings BUS:ADDRESS           -> six lines "INDEX STRING" (INDEX 0-5, nothing
+ *       after the blank for a string never sent), no ok line; an ",android" phone or
+ *       the 18d1:2d01 instance it became, else error
  *   ioctl-log BUS:ADDRESS             -> ok open=N opens=N claimed=LIST ...
+ *       ... bulk_urbs=N interrupt_urbs=N control_urbs=N (URBs by the type they ran as)
  *   kernel-driver BUS:ADDRESS IFACE NAME|-  -> ok
  *   uevent-check                      -> ok sockets=N | error WHAT (issue #16)
  *   help                              -> ok, then this list
@@ -109,7 +121,7 @@ static void reply_instance(GString *out, Instance *inst)
 
 static void cmd_plug(gchar **argv, GString *out)
 {
-    static const char usage[] = "plug VID:PID[:SERIAL[:PROTOCOL]] [--port P] [--silent]";
+    static const char usage[] = "plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,android] [--port P] [--silent]";
     const char *spec_text = NULL, *port = NULL;
     gboolean silent = FALSE;
     Spec spec;
@@ -431,8 +443,10 @@ static const char *fault_name(const Instance *inst)
  * that ended because their client closed the device (or died) without
  * releasing; urbs: URBs submitted; bytes-out/in: bulk bytes accepted/echoed;
  * fifo: bytes waiting to be read back; halted: halted endpoints;
- * bulk_urbs, interrupt_urbs, control_urbs: URBs by the endpoint's type (a
- * BULK URB on an interrupt endpoint counts as interrupt, as usbfs runs it). */
+ * bulk_urbs, interrupt_urbs, control_urbs: URBs accepted, by the type they
+ * ran as (a BULK URB on an interrupt endpoint counts as interrupt, as usbfs
+ * runs it; a URB refused at submission, e.g. INTERRUPT on a bulk endpoint
+ * with EINVAL, counts only in urbs). */
 static void cmd_ioctl_log(gchar **argv, GString *out)
 {
     static const char usage[] = "ioctl-log BUS:ADDRESS";
@@ -472,7 +486,8 @@ static void cmd_ioctl_log(gchar **argv, GString *out)
 }
 
 /* aoa-strings BUS:ADDRESS: six lines "INDEX STRING" (nothing after the blank
- * for a string never sent), no "ok" line. */
+ * for a string never sent), no "ok" line; only for an ",android" phone or the
+ * 18d1:2d01 instance it became. */
 static void cmd_aoa_strings(gchar **argv, GString *out)
 {
     static const char usage[] = "aoa-strings BUS:ADDRESS";
@@ -483,14 +498,23 @@ static void cmd_aoa_strings(gchar **argv, GString *out)
     Instance *inst = target(argv, out, usage);
     if (!inst)
         return;
-    if (inst->spec.kind == KIND_LOOPBACK) {
-        g_string_append_printf(out, "error %s is %04x:%04x, not an android accessory (plug one with SPEC,android)\n", argv[1],
-                               inst->spec.vid, inst->spec.pid);
+    if (!is_android(inst)) {
+        g_string_append_printf(out,
+                               "error %s is %04x:%04x, not an android phone or its accessory mode (plug one with "
+                               "SPEC,android)\n",
+                               argv[1], inst->spec.vid, inst->spec.pid);
         return;
     }
     g_rec_mutex_lock(&sim.lock);
-    for (int i = 0; i < 6; i++)
-        g_string_append_printf(out, "%d %s\n", i, inst->aoa_strings[i] ? inst->aoa_strings[i] : "");
+    for (int i = 0; i < 6; i++) {
+        /* one line each: a control character a host sent shows as '?' */
+        char *text = g_strdup(inst->aoa_strings[i] ? inst->aoa_strings[i] : "");
+        for (char *p = text; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
+        g_string_append_printf(out, "%d %s\n", i, text);
+        g_free(text);
+    }
     g_rec_mutex_unlock(&sim.lock);
 }
 
@@ -513,7 +537,7 @@ static void cmd_kernel_driver(gchar **argv, GString *out)
     if (ifno >= SIM_NIFACES)
         g_string_append_printf(out, "error no interface %ld\n", asked);
     else if (name && inst->claim_owner[ifno])
-        g_string_append_printf(out, "error interface %ld is claimed\n", ifno);
+        g_string_append_printf(out, "error interface %ld is claimed\n", asked);
     else {
         usbfs_set_kernel_driver(inst, (unsigned int)ifno, name);
         g_string_append(out, "ok\n");
@@ -574,8 +598,8 @@ static void execute(const char *line, GString *out)
         g_string_append_printf(out, "ok\n%s", usage_text);
     else
         g_string_append_printf(out,
-                               "error usage: unknown command '%s' (plug, unplug, replug, storm, fault, list, "
-                               "ioctl-log, kernel-driver, uevent-check, help)\n",
+                               "error usage: unknown command '%s' (plug, plug-hub, unplug, replug, storm, fault, "
+                               "list, aoa-strings, ioctl-log, kernel-driver, uevent-check, help)\n",
                                cmd);
     g_ptr_array_unref(args);
     g_strfreev(parts);

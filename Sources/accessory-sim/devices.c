@@ -3,7 +3,7 @@
  *
  * Every device is written into the testbed directory by hand, the way the
  * kernel lays it out (sysfs directory with attributes, binary `descriptors`,
- * `uevent`, `subsystem` and `driver` links, an interface child directory,
+ * `uevent`, `subsystem` and `driver` links, a child directory per interface,
  * /sys/bus/usb/devices links, /sys/dev/char link, the /dev node whose
  * contents are the descriptors like usbfs). The "add" uevents are sent only
  * after everything is in place, so a hotplug listener never sees a half
@@ -101,7 +101,7 @@ static gboolean valid_usb_string(const char *s)
 
 gboolean spec_parse(const char *text, Spec *out, char **error)
 {
-    /* Options after the first comma: ",interface=N". */
+    /* Options after the first comma: ",interface=N", ",interrupt", ",android". */
     const char *comma = strchr(text, ',');
     gchar *head = comma ? g_strndup(text, (gsize)(comma - text)) : g_strdup(text);
     gchar **options = comma ? g_strsplit(comma + 1, ",", -1) : g_new0(gchar *, 1);
@@ -111,6 +111,10 @@ gboolean spec_parse(const char *text, Spec *out, char **error)
     gboolean ok = FALSE;
 
     memset(out, 0, sizeof(*out));
+    if (comma && comma[1] == '\0') {
+        *error = g_strdup_printf("usage: empty option in '%s' (nothing after the comma)", text);
+        goto out;
+    }
     if (n < 2 || !parse_hex16(parts[0], &out->vid) || !parse_hex16(parts[1], &out->pid)) {
         *error = g_strdup_printf("usage: bad accessory spec '%s' (VID:PID[:SERIAL[:PROTOCOL]], hex VID and PID)", text);
         goto out;
@@ -149,6 +153,10 @@ gboolean spec_parse(const char *text, Spec *out, char **error)
             guint64 v = g_ascii_strtoull(num, &end, 10);
             if (!*num || !end || *end || v > 255) {
                 *error = g_strdup_printf("usage: bad option '%s' in '%s' (interface=N, N 0-255)", *o, text);
+                goto out;
+            }
+            if (out->kind == KIND_PHONE) {
+                *error = g_strdup_printf("usage: '%s': interface=N is for a loopback; an android phone's interfaces are fixed", text);
                 goto out;
             }
             out->interface = (guint8)v;
@@ -283,8 +291,8 @@ EndpointInfo endpoint_info(const Instance *inst, guint8 ep)
     const guint8 *d = desc_bytes(inst);
     int slot = -1;
     for (gsize off = 18; off + 2 <= len && d[off] >= 2; off += d[off]) {
-        if (d[off + 1] == 0x04 && off + 9 <= len)
-            slot++;
+        if (d[off + 1] == 0x04 && off + 9 <= len && d[off + 3] == 0)
+            slot++; /* alternate settings (none today) stay in their interface's slot */
         else if (d[off + 1] == 0x05 && off + 7 <= len && d[off + 2] == ep && slot >= 0) {
             info.exists = TRUE;
             info.slot = (unsigned int)slot;
@@ -997,15 +1005,21 @@ static char *next_free_port(void)
 
 /* ---- plug / unplug (main thread) ----------------------------------------- */
 
-/* A phone got Android Open Accessory's START: it leaves (with its remove
- * uevent, in the kernel's order under --kernel-order) and comes back on the
- * same port at the next address as 18d1:2d01, holding the strings it got. */
-static void switch_to_accessory_mode(Instance *phone)
+static Instance *plug(const Spec *spec, const char *port, gboolean silent, char **aoa_strings, char **error);
+
+/* A phone got Android Open Accessory's START (android.c calls this on the
+ * main context): it leaves (with its remove uevent, in the kernel's order
+ * under --kernel-order) and comes back on the same port at the next address
+ * as 18d1:2d01, holding the strings it got before its "add" uevent. */
+static void switch_to_accessory_mode(int bus, int addr)
 {
     Spec spec;
     char *strings[6];
     char *error = NULL;
+    Instance *phone = device_find(bus, addr);
 
+    if (!phone || phone->spec.kind != KIND_PHONE)
+        return; /* unplugged (or replaced) in the meantime */
     spec_copy(&spec, &phone->spec);
     spec.kind = KIND_PHONE_ACCESSORY;
     spec.vid = 0x18d1;
@@ -1015,16 +1029,9 @@ static void switch_to_accessory_mode(Instance *phone)
     for (int i = 0; i < 6; i++)
         strings[i] = g_strdup(phone->aoa_strings[i]);
     g_rec_mutex_unlock(&sim.lock);
-    device_unplug(phone, FALSE);
-    Instance *fresh = device_plug(&spec, port, FALSE, &error);
+    device_unplug(phone, FALSE); /* phone may be freed now */
+    Instance *fresh = plug(&spec, port, FALSE, strings, &error);
     if (fresh) {
-        g_rec_mutex_lock(&sim.lock);
-        for (int i = 0; i < 6; i++) {
-            g_free(fresh->aoa_strings[i]);
-            fresh->aoa_strings[i] = strings[i];
-            strings[i] = NULL;
-        }
-        g_rec_mutex_unlock(&sim.lock);
         sim_log("phone on %s switched to accessory mode: %d:%d", port, fresh->bus, fresh->addr);
     } else {
         g_printerr("accessory-sim: the phone on %s could not come back in accessory mode: %s\n", port, error);
@@ -1062,6 +1069,13 @@ void devices_init(int first_address, int nbuses)
 }
 
 Instance *device_plug(const Spec *spec, const char *port, gboolean silent, char **error)
+{
+    return plug(spec, port, silent, NULL, error);
+}
+
+/* aoa_strings (six, may be NULL): taken over by the new instance (and set to
+ * NULL) before it becomes visible. */
+static Instance *plug(const Spec *spec, const char *port, gboolean silent, char **aoa_strings, char **error)
 {
     char *chosen = NULL;
     int addr;
@@ -1106,6 +1120,10 @@ Instance *device_plug(const Spec *spec, const char *port, gboolean silent, char 
      * can already find it with "ctl list". */
     Instance *inst = instance_new(spec, chosen, addr, FALSE);
     g_free(chosen);
+    for (int i = 0; aoa_strings && i < 6; i++) {
+        inst->aoa_strings[i] = aoa_strings[i];
+        aoa_strings[i] = NULL;
+    }
     g_ptr_array_add(sim.accessories, inst);
     g_rec_mutex_unlock(&sim.lock);
     attach(inst, silent);
@@ -1187,6 +1205,7 @@ void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms)
         return; /* already unplugged */
     }
     inst->gone = TRUE;
+    inst->kernel_order = TRUE; /* an ioctl before the worker fails the URBs fails them so too */
     sim.addr_used[inst->bus][inst->addr] = FALSE;
     g_rec_mutex_unlock(&sim.lock);
     usbfs_instance_gone_kernel_order(inst);

@@ -20,7 +20,10 @@
 
 /* Buses (host controllers, each with its root hub usbN): --buses N, 1-16. */
 #define SIM_MAX_BUSES 16
-#define SIM_NIFACES 2
+/* The most interfaces an instance has (a kind's descriptors decide how many,
+ * up to this; 18d1:2d01 has two). Claims, kernel drivers and the sysfs
+ * interface directories are per interface. */
+#define SIM_NIFACES 8
 /* Bulk OUT data that has not been read back yet. Past this, bulk OUT URBs
  * are NAKed (they stay pending) until IN transfers drain the FIFO. */
 #define SIM_FIFO_LIMIT (32u * 1024u * 1024u)
@@ -84,6 +87,8 @@ struct Instance {
 
     /* Everything below is guarded by sim.lock. */
     gboolean gone;           /* detached: ioctls fail with ENODEV */
+    gboolean kernel_order;   /* gone in the kernel's order: pending URBs fail with
+                              * -EPROTO (IN) / -ESHUTDOWN (OUT), not -ENODEV */
     gboolean vanish_pending; /* unplug-after budget reached */
     GList *clients;          /* Client*: open file descriptors */
     GQueue fifo;             /* Chunk*: echo data not yet read back */
@@ -134,6 +139,12 @@ static inline gboolean is_hub(const Instance *inst)
     return inst->root_hub || inst->spec.kind == KIND_HUB;
 }
 
+/* The kinds that answer Android Open Accessory requests (android.c). */
+static inline gboolean is_android(const Instance *inst)
+{
+    return inst->spec.kind == KIND_PHONE || inst->spec.kind == KIND_PHONE_ACCESSORY;
+}
+
 static inline unsigned int iface_slot(const Instance *inst, unsigned int n)
 {
     for (unsigned int i = 0; i < inst->nifaces; i++)
@@ -157,8 +168,10 @@ void android_strings(const Spec *spec, char *strings[8]);
 /* A vendor request to a phone (worker thread, sim.lock held): returns as
  * control() does (bytes for IN, 0 for OUT, -EPIPE for a stall). */
 int android_control(Instance *inst, const guint8 *setup, const guint8 *out_data, guint8 *in_data, gsize avail);
-/* Called (main thread) when a phone got START: the layer above re-enumerates it. */
-void android_set_switch_handler(void (*handler)(Instance *phone));
+/* Called (main thread, sim.lock not held) about 20 ms after a phone at
+ * BUS:ADDR got START: the layer above re-enumerates it (and ignores an
+ * address that is no phone any more). */
+void android_set_switch_handler(void (*handler)(int bus, int addr));
 
 /* devices.c (main thread) */
 gboolean spec_parse(const char *text, Spec *out, char **error);

@@ -182,6 +182,15 @@ static void fail_queue(GQueue *q, int status)
 
 void usbfs_fail_all(Instance *inst)
 {
+    if (inst->kernel_order) {
+        /* the kernel's order (fail_kernel_cb); parked holds timed-out URBs and
+         * IN URBs on endpoints that never send (a phone's) */
+        Urb *r;
+        fail_queue(&inst->in_pending, -EPROTO);
+        fail_queue(&inst->out_pending, -ESHUTDOWN);
+        while ((r = g_queue_pop_head(&inst->parked)) != NULL)
+            urb_done(r, (r->ep & USB_DIR_IN) ? -EPROTO : -ESHUTDOWN, r->actual);
+    }
     fail_queue(&inst->in_pending, -ENODEV);
     fail_queue(&inst->out_pending, -ENODEV);
     fail_queue(&inst->parked, -ENODEV);
@@ -217,10 +226,7 @@ static gboolean fail_kernel_cb(gpointer data)
 {
     KernelFail *k = data;
     g_rec_mutex_lock(&sim.lock);
-    fail_queue(&k->inst->in_pending, -EPROTO);
-    fail_queue(&k->inst->out_pending, -ESHUTDOWN);
-    fail_queue(&k->inst->parked, -ESHUTDOWN);
-    usbfs_fail_all(k->inst); /* waiting reapers, the FIFO */
+    usbfs_fail_all(k->inst); /* inst->kernel_order is set: its statuses; waiting reapers, the FIFO */
     g_rec_mutex_unlock(&sim.lock);
     g_mutex_lock(&k->lock);
     k->done = TRUE;
@@ -507,10 +513,26 @@ static gboolean *halt_flag(Instance *inst, guint ep)
     return NULL;
 }
 
+/* SET_INTERFACE (and SET_CONFIGURATION for all): the interface's endpoints
+ * lose their halts. */
+static void clear_interface_halts(Instance *inst, unsigned int slot)
+{
+    EndpointInfo out = endpoint_info(inst, 0x01), in = endpoint_info(inst, 0x81);
+    if (!out.exists || out.slot == slot)
+        inst->halted_out = FALSE;
+    if (!in.exists || in.slot == slot)
+        inst->halted_in = FALSE;
+    for (guint ep = 0x02; ep <= 0x8f; ep++) {
+        EndpointInfo other = (ep & 0x70) == 0 ? endpoint_info(inst, (guint8)ep) : (EndpointInfo){0};
+        if (other.exists && other.slot == slot && ep != 0x81)
+            inst->halted_other = FALSE;
+    }
+}
+
 /* Handles one control request. Returns the number of bytes of data for an
  * IN request (at most wLength, written to data), 0 for OUT, or -EPIPE for a
  * stall. */
-static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avail)
+static int control_request(Instance *inst, const guint8 *setup, guint8 *data, gsize avail)
 {
     const guint8 *d = g_bytes_get_data(inst->descriptors, NULL);
     gsize dlen = g_bytes_get_size(inst->descriptors);
@@ -592,7 +614,7 @@ static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avai
             if (wValue > 1)
                 return -EPIPE;
             inst->config = (int)wValue;
-            inst->halted_in = inst->halted_out = FALSE;
+            inst->halted_in = inst->halted_out = inst->halted_other = FALSE;
             return 0;
         case USB_REQ_GET_INTERFACE:
             if (!in || IFACE_SLOT(inst, wIndex) >= SIM_NIFACES)
@@ -603,7 +625,7 @@ static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avai
         case USB_REQ_SET_INTERFACE:
             if (IFACE_SLOT(inst, wIndex) >= SIM_NIFACES || wValue != 0)
                 return -EPIPE;
-            inst->halted_in = inst->halted_out = FALSE;
+            clear_interface_halts(inst, IFACE_SLOT(inst, wIndex));
             return 0;
         default:
             return -EPIPE;
@@ -630,7 +652,7 @@ static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avai
         } else {
             return -EPIPE;
         }
-    } else if ((rt & USB_TYPE_MASK) == USB_TYPE_VENDOR && inst->spec.kind != KIND_LOOPBACK) {
+    } else if ((rt & USB_TYPE_MASK) == USB_TYPE_VENDOR && is_android(inst)) {
         /* Android Open Accessory */
         if (!in && wLength > (data ? avail : 0))
             return -EPIPE;
@@ -648,6 +670,17 @@ static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avai
     if (n > 0 && data)
         memcpy(data, src, n);
     return (int)n;
+}
+
+/* One control transfer: as control_request(), but an OUT transfer that
+ * succeeds reports its data stage as transferred (wLength bytes), as usbfs
+ * does in the URB's actual_length and in USBDEVFS_CONTROL's result. */
+static int control(Instance *inst, const guint8 *setup, guint8 *data, gsize avail)
+{
+    int n = control_request(inst, setup, data, avail);
+    if (n >= 0 && !(setup[0] & USB_DIR_IN))
+        n = (int)MIN((gsize)(setup[6] | setup[7] << 8), avail);
+    return n;
 }
 
 /* ---- bulk -------------------------------------------------------------------- */
@@ -717,14 +750,15 @@ static void pump(Instance *inst)
  * the URB. */
 static gboolean apply_fault(Instance *inst, Urb *r, gboolean *halted)
 {
-    if (*halted) {
+    if (halted && *halted) {
         urb_done(r, -EPIPE, 0);
         return TRUE;
     }
     switch (inst->fault) {
     case FAULT_STALL:
         inst->fault = FAULT_NONE;
-        *halted = TRUE;
+        if (halted)
+            *halted = TRUE;
         urb_done(r, -EPIPE, 0);
         return TRUE;
     case FAULT_TIMEOUT:
@@ -740,8 +774,9 @@ static gboolean apply_fault(Instance *inst, Urb *r, gboolean *halted)
 static void bulk_submit(Instance *inst, Urb *r)
 {
     if (!endpoint_info(inst, r->ep).echoes) {
-        /* an endpoint with nothing behind it: OUT data is taken, IN waits */
-        if (apply_fault(inst, r, &inst->halted_other))
+        /* an endpoint with nothing behind it: OUT data is taken, IN waits
+         * (its halt is the one CLEAR_HALT and GET_STATUS see) */
+        if (apply_fault(inst, r, halt_flag(inst, r->ep)))
             return;
         if (r->ep & USB_DIR_IN) {
             g_queue_push_tail(&inst->parked, r);
@@ -808,20 +843,20 @@ static void submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, UMoc
 
     switch (r->type) {
     case USBDEVFS_URB_TYPE_CONTROL: {
-        inst->control_urbs++;
         if ((r->ep & 0x7f) != 0) {
             urb_free(r);
             fail(ioc, ENOENT);
             return;
         }
-        if (r->len < 8) {
-            urb_free(r);
+        guint8 *b = r->len >= 8 ? r->buf->data : NULL;
+        if (!b || r->len < 8 + (gsize)(b[6] | b[7] << 8)) {
+            urb_free(r); /* like usbfs: the setup packet and wLength bytes of data */
             fail(ioc, EINVAL);
             return;
         }
-        guint8 *b = r->buf->data;
         /* Complete the ioctl before touching the data buffer, so that the
          * submit does not copy it back to the client; the reap will. */
+        inst->control_urbs++;
         reply(ioc, 0, 0);
         int n = control(inst, b, b + 8, r->len - 8);
         urb_done(r, n < 0 ? n : 0, n < 0 ? 0 : (gsize)n);
@@ -829,14 +864,22 @@ static void submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, UMoc
     }
     case USBDEVFS_URB_TYPE_BULK:
     case USBDEVFS_URB_TYPE_INTERRUPT: {
+        /* usbfs's order (proc_do_submiturb): the endpoint must exist (ENOENT),
+         * the interface that owns it is claimed (implicitly, or EBUSY), then the
+         * type: an INTERRUPT URB needs an interrupt endpoint (EINVAL); a BULK URB
+         * on an interrupt endpoint runs as an interrupt transfer. */
         if (!endpoint_exists(inst, r->ep)) {
             urb_free(r);
             fail(ioc, ENOENT);
             return;
         }
-        /* usbfs's rules: an INTERRUPT URB needs an interrupt endpoint; a BULK
-         * URB on an interrupt endpoint runs as an interrupt transfer. */
         EndpointInfo info = endpoint_info(inst, r->ep);
+        int err = check_claim(inst, c, info.slot);
+        if (err) {
+            urb_free(r);
+            fail(ioc, err);
+            return;
+        }
         if (r->type == USBDEVFS_URB_TYPE_INTERRUPT && !info.interrupt) {
             urb_free(r);
             fail(ioc, EINVAL);
@@ -846,12 +889,6 @@ static void submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, UMoc
             inst->interrupt_urbs++;
         else
             inst->bulk_urbs++;
-        int err = check_claim(inst, c, info.slot);
-        if (err) {
-            urb_free(r);
-            fail(ioc, err);
-            return;
-        }
         reply(ioc, 0, 0);
         bulk_submit(inst, r);
         return;
@@ -1037,7 +1074,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
         else if (si.altsetting != 0)
             fail(ioc, EINVAL);
         else {
-            inst->halted_in = inst->halted_out = FALSE;
+            clear_interface_halts(inst, IFACE_SLOT(inst, si.interface));
             reply(ioc, 0, 0);
         }
         return;
@@ -1062,7 +1099,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
             }
         }
         inst->config = cfg < 0 ? 0 : cfg;
-        inst->halted_in = inst->halted_out = FALSE;
+        inst->halted_in = inst->halted_out = inst->halted_other = FALSE;
         reply(ioc, 0, 0);
         return;
     }
@@ -1095,7 +1132,7 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
 
     case USBDEVFS_RESET:
         inst->resets++;
-        inst->halted_in = inst->halted_out = FALSE;
+        inst->halted_in = inst->halted_out = inst->halted_other = FALSE;
         usbfs_fifo_clear(inst);
         reply(ioc, 0, 0);
         return;
