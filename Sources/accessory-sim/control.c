@@ -434,6 +434,16 @@ static const char *fault_name(const Instance *inst)
     }
 }
 
+/* A command whose one argument is BUS:ADDRESS: the instance, or NULL after a reply. */
+static Instance *only_target(gchar **argv, GString *out, const char *usage)
+{
+    if (!argv[1] || argv[2]) {
+        g_string_append_printf(out, "error usage: %s\n", usage);
+        return NULL;
+    }
+    return target(argv, out, usage);
+}
+
 /* ok open=N opens=N claimed=LIST claims=N released=N dropped=N resets=N
  *    urbs=N bytes-out=N bytes-in=N fifo=N pending-in=N pending-out=N
  *    halted=LIST fault=KIND driver=NAME
@@ -450,11 +460,7 @@ static const char *fault_name(const Instance *inst)
 static void cmd_ioctl_log(gchar **argv, GString *out)
 {
     static const char usage[] = "ioctl-log BUS:ADDRESS";
-    if (!argv[1] || argv[2]) {
-        g_string_append_printf(out, "error usage: %s\n", usage);
-        return;
-    }
-    Instance *inst = target(argv, out, usage);
+    Instance *inst = only_target(argv, out, usage);
     if (!inst)
         return;
     g_rec_mutex_lock(&sim.lock);
@@ -491,11 +497,7 @@ static void cmd_ioctl_log(gchar **argv, GString *out)
 static void cmd_aoa_strings(gchar **argv, GString *out)
 {
     static const char usage[] = "aoa-strings BUS:ADDRESS";
-    if (!argv[1] || argv[2]) {
-        g_string_append_printf(out, "error usage: %s\n", usage);
-        return;
-    }
-    Instance *inst = target(argv, out, usage);
+    Instance *inst = only_target(argv, out, usage);
     if (!inst)
         return;
     if (!is_android(inst)) {

@@ -22,7 +22,9 @@ protocol TransferCompletionHandler: AnyObject, Sendable {
 /// `@unchecked Sendable` is safe: the libusb structure is written (``submit(length:timeout:)``)
 /// only while the transfer is not in flight, and read by libusb and by the completion
 /// callback only while it is; the handler's lock orders the two (a submit happens under it,
-/// and the callback takes it before the transfer can be submitted again). ``pending`` is
+/// and the callback takes it before the transfer can be submitted again; for a control
+/// transfer the handler is ``LibUSBControlTransfer``'s waiter, whose lock the submit holds and
+/// the callback takes, and which submits once). ``pending`` is
 /// touched only under the handler's lock. Every other stored property is immutable.
 final class LibUSBTransfer: @unchecked Sendable {
     private let raw: UnsafeMutablePointer<libusb_transfer>
