@@ -33,35 +33,75 @@ struct ImportCommand: ParsableCommand {
 
         func run() throws {
             OutputStream.ignoreSigpipe()
-            let result: UdevadmImport
+            var reader: UdevadmReader
             do {
-                result = try UdevadmImporter().importLog(path: log)
+                reader = try UdevadmReader(path: log)
             } catch {
                 note("error: \(error)")
                 throw ExitCode(1)
             }
-            for warning in result.warnings { note("warning: \(warning)") }
-            var fd: Int32 = 1
-            if let output {
-                fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-                if fd < 0 {
-                    note("error: cannot write \(output): \(String(cString: strerror(errno)))")
-                    throw ExitCode(1)
-                }
-            }
-            defer { if fd != 1 { close(fd) } }
-            var writer = TraceWriter(sink: FileDescriptorSink(fileDescriptor: fd), flushesEachRecord: false)
+            // The output is opened at the first record (or at the end of an empty log), so
+            // a file that is not a log leaves no trace file behind.
+            var output = ImportOutput(path: output, source: "accessoryctl import udevadm \(log)")
+            var count = 0
             do {
-                try writer.writeHeader(TraceHeader(source: "accessoryctl import udevadm \(log)"))
-                for record in result.records { try writer.write(record) }
-                try writer.flush()
+                while let record = try reader.next() {
+                    try output.write(record)
+                    count += 1
+                }
+                try output.finish()
+            } catch let error as TraceError {
+                note("error: \(error)")
+                throw ExitCode(1)
             } catch let error as TraceSinkError where error.isBrokenPipe {
                 return
+            } catch let error as ImportOutput.OpenError {
+                note("error: \(error.message)")
+                throw ExitCode(1)
             } catch {
                 note("error: writing the trace: \(error)")
                 throw ExitCode(1)
             }
-            note("imported \(result.records.count) USB device event\(result.records.count == 1 ? "" : "s") from \(log)")
+            for warning in reader.warnings { note("warning: \(warning)") }
+            note("imported \(count) USB device event\(count == 1 ? "" : "s") from \(log)")
         }
+    }
+}
+
+/// Where `import` writes its trace: standard output or a file, opened at the first write.
+private struct ImportOutput {
+    struct OpenError: Error {
+        var message: String
+    }
+
+    let path: String?
+    let source: String
+    private var writer: TraceWriter<FileDescriptorSink>?
+    private var fd: Int32 = -1
+
+    init(path: String?, source: String) {
+        self.path = path
+        self.source = source
+    }
+
+    mutating func write(_ record: TraceRecord) throws {
+        if writer == nil { try start() }
+        try writer!.write(record)
+    }
+
+    mutating func finish() throws {
+        if writer == nil { try start() }
+        try writer!.flush()
+        if fd > 1 { close(fd) }
+    }
+
+    private mutating func start() throws {
+        fd = 1
+        if let path {
+            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            if fd < 0 { throw OpenError(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        }
+        writer = TraceWriter(sink: FileDescriptorSink(fileDescriptor: fd), flushesEachRecord: false)
+        try writer!.writeHeader(TraceHeader(source: source))
     }
 }

@@ -366,7 +366,7 @@ struct ImportUdevadmTests {
             #expect(error.reason.contains(hint), "\(text): \(error)")
             #expect(error.description.hasPrefix("pasted.log: not a udevadm monitor log"))
         }
-        #expect(throws: TraceError(file: "/nonexistent/x.log", line: nil, reason: "no such file")) {
+        #expect(throws: TraceError(file: "/nonexistent/x.log", line: nil, reason: "cannot open: No such file or directory")) {
             try UdevadmImporter().importLog(path: "/nonexistent/x.log")
         }
     }
@@ -388,5 +388,47 @@ struct ImportUdevadmTests {
         #expect(result.records.map(\.jsonLine) == [
             #"{"t":0,"event":"add","bus":1,"address":12,"port":"1-7.2","vendor":"1a86","product":"7523","name":"USB Serial","bcdDevice":"0264"}"#,
         ])
+    }
+
+    // MARK: Streaming
+
+    @Test("Read in 7-byte chunks, every sample gives the same records as read whole")
+    func tinyChunks() throws {
+        for name in ["udevadm-monitor-plain-serial-remove-add.log", "udevadm-monitor-kernel-udev-reenumerate.log",
+                     "udevadm-monitor-environment-loopback.log"] {
+            let path = Fixtures.hotplugLogs.appendingPathComponent(name).path
+            var reader = try UdevadmReader(path: path, chunkSize: 7)
+            var records: [TraceRecord] = []
+            while let record = try reader.next() { records.append(record) }
+            let whole = try UdevadmImporter().importLog(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))), name: path)
+            #expect(!records.isEmpty, "\(name)")
+            #expect(records == whole.records, "\(name)")
+            #expect(reader.warnings == whole.warnings, "\(name)")
+        }
+    }
+
+    /// A KERNEL add of the device, `others` paired events of other devices, then udev's copy.
+    private func lateUdevCopy(after others: Int) throws -> [Int] {
+        var log = "KERNEL[1.0] add \(Self.devicePath) (usb)\n"
+        for i in 0..<others {
+            let path = "/devices/pci0000:00/0000:00:14.0/usb1/1-\(i % 100 + 1)"
+            log += "KERNEL[2.0] add \(path) (usb)\nUDEV  [2.0] add \(path) (usb)\n"
+        }
+        log += "UDEV  [3.0] add \(Self.devicePath) (usb)\nBUSNUM=003\nDEVNUM=007\n"
+        return try importText(log).records.compactMap { record in
+            if case .added(let d) = record.event, d.port == "3-12.4.3" { return record.line }
+            return nil
+        }
+    }
+
+    @Test("udev's copy pairs however late it comes within the window, and stays alone beyond it")
+    func pairingWindow() throws {
+        // Within the window: one event, on the KERNEL line, with udev's properties.
+        #expect(try lateUdevCopy(after: 100) == [1])
+        #expect(try lateUdevCopy(after: UdevadmPairing.window - 1) == [1])
+        // Beyond it: the KERNEL copy was handed on alone, and udev's copy is a second add.
+        let beyond = try lateUdevCopy(after: UdevadmPairing.window + 10)
+        #expect(beyond.count == 2)
+        #expect(beyond.first == 1)
     }
 }

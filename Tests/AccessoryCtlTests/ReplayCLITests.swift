@@ -152,4 +152,15 @@ struct ReplayCLITests {
         #expect(replay.stdoutLines.first?.contains(#""notification":"connected","connectionID":1,"bus":2,"#) == true)
         #expect(replay.stdoutLines.first?.contains(#""port":"2-3.1""#) == true)
     }
+
+    @Test("import -o of a file that is not a log fails and leaves no trace file")
+    func importRefusalWritesNothing() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out.jsonl").path
+        let r = try CLI.ctl("import", "udevadm", Fixtures.path("hotplug-logs/lsusb.txt"), "-o", out)
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("it looks like lsusb output"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+    }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One event as `udevadm monitor` prints it: a `KERNEL[…]` or `UDEV  […]` header line and,
 /// with `--property` (or `--environment`), the `KEY=VALUE` lines under it.
 struct UdevadmEvent: Sendable {
@@ -11,49 +13,123 @@ struct UdevadmEvent: Sendable {
     var action: String
     var devpath: String
     var subsystem: String
-    var properties: [String: String] = [:]
+    var properties = UdevadmProperties()
     /// The line of the header in the log.
     var line: Int
 
     /// Parses a header such as `KERNEL[100908.331118] remove   /devices/…/3-12.4.3 (usb)`.
     init?(header text: Substring, line: Int) {
-        var rest: Substring
-        if text.hasPrefix("KERNEL") {
-            source = .kernel
-            rest = text.dropFirst(6)
-        } else if text.hasPrefix("UDEV") {
-            source = .udev
-            rest = text.dropFirst(4)
-        } else {
-            return nil
+        guard let event = Array(text.utf8).withUnsafeBytes({ Self(header: $0, line: line) }) else { return nil }
+        self = event
+    }
+
+    /// Parses a header line given as bytes, without its newline or surrounding blanks.
+    init?(header bytes: UnsafeRawBufferPointer, line: Int) {
+        guard let header = Header(bytes) else { return nil }
+        self.init(header, bytes, line: line)
+    }
+
+    /// The event of a parsed header; `bytes` is the line it was parsed from.
+    init(_ header: Header, _ bytes: UnsafeRawBufferPointer, line: Int) {
+        func text(_ range: Range<Int>) -> String {
+            String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
         }
-        rest = rest.drop { $0 == " " || $0 == "\t" }
-        guard rest.first == "[", let close = rest.firstIndex(of: "]") else { return nil }
-        guard let micros = Self.micros(rest[rest.index(after: rest.startIndex)..<close]) else { return nil }
-        let fields = rest[rest.index(after: close)...].split { $0 == " " || $0 == "\t" }
-        guard fields.count == 3, fields[1].hasPrefix("/"), fields[2].count > 2,
-            fields[2].hasPrefix("("), fields[2].hasSuffix(")")
-        else { return nil }
-        self.micros = micros
-        self.action = String(fields[0])
-        self.devpath = String(fields[1])
-        self.subsystem = String(fields[2].dropFirst().dropLast())
+        self.source = header.source
+        self.micros = header.micros
+        self.action = text(header.action)
+        self.devpath = text(header.path)
+        self.subsystem = text(header.subsystem)
         self.line = line
+    }
+
+    /// A header line's fields, as byte ranges of the line.
+    struct Header {
+        var source: Source
+        var micros: Int64
+        var action: Range<Int>
+        var path: Range<Int>
+        /// Without its parentheses.
+        var subsystem: Range<Int>
+        /// Whether the event can become a record: an `add` or `remove` in the `usb`
+        /// subsystem whose path ends in a port chain. (A `DEVTYPE` other than `usb_device`
+        /// can still rule it out.)
+        var mayBeUSBDevice: Bool
+
+        init?(_ bytes: UnsafeRawBufferPointer) {
+            func isBlank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
+            func has(_ text: StaticString, at range: Range<Int>) -> Bool {
+                range.count == text.utf8CodeUnitCount
+                    && memcmp(bytes.baseAddress! + range.lowerBound, text.utf8Start, range.count) == 0
+            }
+            var i: Int
+            if has("KERNEL", at: 0..<min(6, bytes.count)) {
+                source = .kernel
+                i = 6
+            } else if has("UDEV", at: 0..<min(4, bytes.count)) {
+                source = .udev
+                i = 4
+            } else {
+                return nil
+            }
+            while i < bytes.count && isBlank(bytes[i]) { i += 1 }
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "["),
+                let close = bytes[(i + 1)...].firstIndex(of: UInt8(ascii: "]")),
+                let micros = UdevadmEvent.micros(UnsafeRawBufferPointer(rebasing: bytes[(i + 1)..<close]))
+            else { return nil }
+            // Three blank-separated fields: the action, the path and "(subsystem)".
+            i = close + 1
+            func field() -> Range<Int>? {
+                while i < bytes.count && isBlank(bytes[i]) { i += 1 }
+                guard i < bytes.count else { return nil }
+                let start = i
+                while i < bytes.count && !isBlank(bytes[i]) { i += 1 }
+                return start..<i
+            }
+            guard let action = field(), let path = field(), let subsystem = field(), field() == nil,
+                bytes[path.lowerBound] == UInt8(ascii: "/"), subsystem.count > 2,
+                bytes[subsystem.lowerBound] == UInt8(ascii: "("), bytes[subsystem.upperBound - 1] == UInt8(ascii: ")")
+            else { return nil }
+            self.micros = micros
+            self.action = action
+            self.path = path
+            self.subsystem = (subsystem.lowerBound + 1)..<(subsystem.upperBound - 1)
+            var last = path
+            while last.count > 1 && bytes[last.upperBound - 1] == UInt8(ascii: "/") { last = last.dropLast() }
+            if let slash = bytes[last].lastIndex(of: UInt8(ascii: "/")) { last = (slash + 1)..<last.upperBound }
+            mayBeUSBDevice = (has("add", at: action) || has("remove", at: action)) && has("usb", at: self.subsystem)
+                && UdevadmEvent.isPortChain(UnsafeRawBufferPointer(rebasing: bytes[last]))
+        }
     }
 
     /// `100908.331118` as microseconds.
     static func micros(_ text: Substring) -> Int64? {
-        let text = text.drop { $0 == " " }
-        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let whole = parts.first, !whole.isEmpty, whole.count <= 12, whole.allSatisfy(\.isDigit),
-            let seconds = Int64(whole)
-        else { return nil }
+        Array(text.utf8).withUnsafeBytes { micros($0) }
+    }
+
+    /// `100908.331118`, as bytes, as microseconds: up to 12 digits of seconds and up to 6
+    /// of the fraction are read (more are allowed and ignored). Leading spaces are skipped.
+    static func micros(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        var i = 0
+        while i < bytes.count && bytes[i] == 0x20 { i += 1 }
+        var seconds: Int64 = 0
+        let wholeStart = i
+        while i < bytes.count && isDigit(bytes[i]) {
+            seconds = seconds * 10 + Int64(bytes[i] - 0x30)
+            i += 1
+            guard i - wholeStart <= 12 else { return nil }
+        }
+        guard i > wholeStart else { return nil }
         var fraction: Int64 = 0
-        if parts.count == 2 {
-            let digits = parts[1]
-            guard !digits.isEmpty, digits.allSatisfy(\.isDigit) else { return nil }
-            for (k, c) in digits.prefix(6).enumerated() {
-                fraction += Int64(c.asciiValue! - 0x30) * [100_000, 10_000, 1000, 100, 10, 1][k]
+        if i < bytes.count {
+            guard bytes[i] == UInt8(ascii: "."), i + 1 < bytes.count else { return nil }
+            i += 1
+            var scale: Int64 = 100_000
+            while i < bytes.count {
+                guard isDigit(bytes[i]) else { return nil }
+                fraction += Int64(bytes[i] - 0x30) * scale
+                scale /= 10
+                i += 1
             }
         }
         return seconds * 1_000_000 + fraction
@@ -71,16 +147,21 @@ struct UdevadmEvent: Sendable {
     /// Whether this is a USB *device* (not a root hub, an interface or another subsystem).
     var isUSBDevice: Bool {
         guard subsystem == "usb", Self.isPortChain(lastSegment) else { return false }
-        if let devtype = properties["DEVTYPE"] { return devtype == "usb_device" }
+        if let devtype = properties[.devtype] { return devtype == "usb_device" }
         return true
     }
 
     /// `^\d+-\d+(\.\d+)*$`, such as `1-1.4`.
     static func isPortChain(_ s: Substring) -> Bool {
+        isPortChain(s.utf8)
+    }
+
+    /// `^\\d+-\\d+(\\.\\d+)*$` over bytes.
+    static func isPortChain(_ bytes: some Sequence<UInt8>) -> Bool {
         // digits, "-", then digit runs separated by single dots
         var sawDash = false
         var runLength = 0
-        for b in s.utf8 {
+        for b in bytes {
             switch b {
             case UInt8(ascii: "0")...UInt8(ascii: "9"):
                 runLength += 1
@@ -97,7 +178,7 @@ struct UdevadmEvent: Sendable {
 
     /// Copies in the properties this copy of the event lacks.
     mutating func absorb(_ other: UdevadmEvent) {
-        properties.merge(other.properties) { mine, _ in mine }
+        properties.merge(other.properties)
     }
 
     // MARK: What the event says about the device
@@ -105,9 +186,9 @@ struct UdevadmEvent: Sendable {
     /// Bus and address from `BUSNUM`/`DEVNUM` or `DEVNAME` (`/dev/bus/usb/003/019`); the bus
     /// from the path (`usb3`, or the port chain's leading number) otherwise.
     var busAndAddress: (bus: Int, address: Int?) {
-        var bus = properties["BUSNUM"].flatMap { Int($0) }
-        var address = properties["DEVNUM"].flatMap { Int($0) }
-        if let devname = properties["DEVNAME"], let r = devname.range(of: "bus/usb/") {
+        var bus = properties[.busnum].flatMap { Int($0) }
+        var address = properties[.devnum].flatMap { Int($0) }
+        if bus == nil || address == nil, let devname = properties[.devname], let r = devname.range(of: "bus/usb/") {
             let parts = devname[r.upperBound...].split(separator: "/")
             if parts.count == 2 {
                 bus = bus ?? Int(parts[0])
@@ -127,49 +208,70 @@ struct UdevadmEvent: Sendable {
     }
 
     /// `PRODUCT=403/6001/600`: VID, PID and bcdDevice in unpadded hexadecimal.
+    /// Field `k` must have 1 to 4 hexadecimal digits, and there must be exactly three fields.
     private func productField(_ k: Int) -> UInt16? {
-        guard let product = properties["PRODUCT"] else { return nil }
-        let parts = product.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 3, (1...4).contains(parts[k].count) else { return nil }
-        return UInt16(parts[k], radix: 16)
+        guard let product = properties[.product] else { return nil }
+        var field = 0
+        var digits = 0
+        var value: UInt16 = 0
+        var result: UInt16?
+        for b in product.utf8 {
+            if b == UInt8(ascii: "/") {
+                if field == k { result = digits > 0 && digits <= 4 ? value : nil }
+                field += 1
+                digits = 0
+                value = 0
+                continue
+            }
+            digits += 1
+            guard field == k else { continue }
+            guard digits <= 4, let d = JSONCursor.hexDigit(b) else {
+                result = nil
+                digits = 5  // too long or not hexadecimal: the field is unusable
+                continue
+            }
+            value = value << 4 | UInt16(d)
+        }
+        if field == k { result = digits > 0 && digits <= 4 ? value : nil }
+        return field == 2 ? result : nil
     }
 
-    private func hex4(_ key: String) -> UInt16? {
+    private func hex4(_ key: UdevadmProperties.Key) -> UInt16? {
         properties[key].flatMap(Hex.parseFour)
     }
 
-    var vendor: UInt16? { hex4("ID_VENDOR_ID") ?? productField(0) }
-    var product: UInt16? { hex4("ID_MODEL_ID") ?? productField(1) }
-    var bcdDevice: UInt16? { productField(2) ?? hex4("ID_REVISION") }
+    var vendor: UInt16? { hex4(.vendorID) ?? productField(0) }
+    var product: UInt16? { hex4(.modelID) ?? productField(1) }
+    var bcdDevice: UInt16? { productField(2) ?? hex4(.revision) }
 
     var serial: String? {
-        properties["ID_SERIAL_SHORT"].flatMap { $0.isEmpty ? nil : $0 }
+        properties[.serialShort].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The manufacturer string. udev falls back to the VID when the device has none; that
     /// fallback is not a manufacturer and is left out.
     var manufacturer: String? {
-        text(encoded: "ID_VENDOR_ENC", plain: "ID_VENDOR", fallback: vendor)
+        text(encoded: .vendorEncoded, plain: .vendor, fallback: vendor)
     }
 
     /// The product string, without udev's PID fallback.
     var name: String? {
-        text(encoded: "ID_MODEL_ENC", plain: "ID_MODEL", fallback: product)
+        text(encoded: .modelEncoded, plain: .model, fallback: product)
     }
 
-    private func text(encoded: String, plain: String, fallback: UInt16?) -> String? {
+    private func text(encoded: UdevadmProperties.Key, plain: UdevadmProperties.Key, fallback: UInt16?) -> String? {
         guard let value = properties[encoded].map(Self.decodeEscapes) ?? properties[plain], !value.isEmpty else {
             return nil
         }
-        if let fallback, value.lowercased() == Hex.four(fallback) { return nil }
+        if let fallback, value.utf8.count == 4, value.lowercased() == Hex.four(fallback) { return nil }
         return value
     }
 
     /// Resolves udev's `\xNN` escapes (`FT232R\x20USB\x20UART`).
     static func decodeEscapes(_ s: String) -> String {
-        guard s.contains("\\x") else { return s }
-        var out: [UInt8] = []
+        guard s.utf8.contains(UInt8(ascii: "\\")) else { return s }
         let bytes = Array(s.utf8)
+        var out: [UInt8] = []
         var i = 0
         while i < bytes.count {
             if bytes[i] == UInt8(ascii: "\\"), i + 3 < bytes.count, bytes[i + 1] == UInt8(ascii: "x"),
@@ -196,10 +298,4 @@ struct UdevadmEvent: Sendable {
             bus: bus, address: address, port: port, vendor: vendor, product: product,
             bcdDevice: bcdDevice, serial: serial, manufacturer: manufacturer, name: name))
     }
-}
-
-extension Character {
-    /// An ASCII digit, and nothing more: a digit with a combining mark after it ("5\u{301}")
-    /// is one Character that compares between "0" and "9" but has no ASCII value.
-    fileprivate var isDigit: Bool { asciiValue.map { $0 >= 0x30 && $0 <= 0x39 } ?? false }
 }

@@ -24,14 +24,7 @@ public struct TraceReader: ~Copyable, Sendable {
     /// Problems tolerated so far (a truncated last line).
     public private(set) var warnings: [TraceWarning] = []
 
-    private let fd: Int32
-    private let ownsDescriptor: Bool
-    private var buffer: [UInt8]
-    /// The unconsumed bytes are `buffer[start..<end]`; `buffer[start..<scanned]` has no newline.
-    private var start = 0
-    private var scanned = 0
-    private var end = 0
-    private var atEOF: Bool
+    private var lines: LineReader
     private var lineNumber = 0
     private var sawContent = false
     private var lastT = 0.0
@@ -41,12 +34,8 @@ public struct TraceReader: ~Copyable, Sendable {
     /// Opens the trace at `path`.
     /// - Throws: ``TraceError`` if the file cannot be opened or its first line is invalid.
     public init(path: String, chunkSize: Int = 1 << 20) throws(TraceError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        let openError = errno
-        self.init(fd: fd, owns: true, name: path, chunkSize: fd >= 0 ? chunkSize : 0)
-        guard fd >= 0 else {
-            throw TraceError(file: path, line: nil, reason: "cannot open: \(String(cString: strerror(openError)))")
-        }
+        self.init(lines: LineReader(path: path, chunkSize: chunkSize))
+        if let error = lines.openError { throw error }
         try readHeader()
     }
 
@@ -55,18 +44,13 @@ public struct TraceReader: ~Copyable, Sendable {
     public init(fileDescriptor: Int32, name: String, closeWhenDone: Bool = false, chunkSize: Int = 1 << 20)
         throws(TraceError)
     {
-        self.init(fd: fileDescriptor, owns: closeWhenDone, name: name, chunkSize: chunkSize)
+        self.init(lines: LineReader(fd: fileDescriptor, owns: closeWhenDone, name: name, chunkSize: chunkSize))
         try readHeader()
     }
 
     /// Reads a trace held in memory.
     public init(bytes: [UInt8], name: String = "<memory>") throws(TraceError) {
-        self.name = name
-        self.fd = -1
-        self.ownsDescriptor = false
-        self.buffer = bytes
-        self.end = bytes.count
-        self.atEOF = true
+        self.init(lines: LineReader(bytes: bytes, name: name))
         try readHeader()
     }
 
@@ -75,16 +59,9 @@ public struct TraceReader: ~Copyable, Sendable {
         try self.init(bytes: Array(string.utf8), name: name)
     }
 
-    private init(fd: Int32, owns: Bool, name: String, chunkSize: Int) {
-        self.name = name
-        self.fd = fd
-        self.ownsDescriptor = owns
-        self.buffer = [UInt8](repeating: 0, count: max(chunkSize, 16))
-        self.atEOF = false
-    }
-
-    deinit {
-        if ownsDescriptor && fd >= 0 { close(fd) }
+    private init(lines: consuming LineReader) {
+        self.name = lines.name
+        self.lines = lines
     }
 
     /// The next record, or `nil` at the end of the trace.
@@ -132,17 +109,17 @@ public struct TraceReader: ~Copyable, Sendable {
 
     private mutating func readRecord() throws(TraceError) -> TraceRecord? {
         while true {
-            guard let (first, lineEnd, terminated) = try nextLine() else { return nil }
+            guard let (first, lineEnd, terminated) = try lines.nextLine() else { return nil }
             var lineStart = first
             lineNumber += 1
-            if lineNumber == 1, lineEnd - lineStart >= 3, buffer[lineStart] == 0xEF,
-                buffer[lineStart + 1] == 0xBB, buffer[lineStart + 2] == 0xBF
+            if lineNumber == 1, lineEnd - lineStart >= 3, lines.buffer[lineStart] == 0xEF,
+                lines.buffer[lineStart + 1] == 0xBB, lines.buffer[lineStart + 2] == 0xBF
             {
                 lineStart += 3  // a UTF-8 byte order mark
             }
             let line: TraceLine
             do {
-                line = try buffer.withUnsafeBytes { raw in
+                line = try lines.buffer.withUnsafeBytes { raw in
                     try TraceLineDecoder.decode(UnsafeRawBufferPointer(rebasing: raw[lineStart..<lineEnd]))
                 }
             } catch let error as JSONLineError {
@@ -173,66 +150,6 @@ public struct TraceReader: ~Copyable, Sendable {
                 lastTLine = lineNumber
                 return TraceRecord(t: t, event: event, line: lineNumber)
             }
-        }
-    }
-
-    /// The byte range of the next line in `buffer`, without its newline, reading more as
-    /// needed. `terminated` is false for a last line that has no newline.
-    private mutating func nextLine() throws(TraceError) -> (Int, Int, Bool)? {
-        while true {
-            if scanned < end {
-                let newline = buffer.withUnsafeBytes { raw in
-                    memchr(raw.baseAddress! + scanned, 0x0A, end - scanned)
-                        .map { raw.baseAddress!.distance(to: UnsafeRawPointer($0)) }
-                }
-                if let newline {
-                    let line = (start, newline, true)
-                    start = newline + 1
-                    scanned = start
-                    return line
-                }
-                scanned = end
-            }
-            if atEOF {
-                guard start < end else { return nil }
-                let line = (start, end, false)
-                start = end
-                return line
-            }
-            try fill()
-        }
-    }
-
-    /// Moves the partial line to the front of the buffer (growing it for a long line) and
-    /// reads the next chunk.
-    private mutating func fill() throws(TraceError) {
-        if start > 0 {
-            let count = end - start
-            let from = start
-            buffer.withUnsafeMutableBytes { raw in
-                if count > 0 { memmove(raw.baseAddress!, raw.baseAddress! + from, count) }
-            }
-            scanned -= start
-            end -= start
-            start = 0
-        }
-        if end == buffer.count {
-            buffer.append(contentsOf: repeatElement(0, count: buffer.count))
-        }
-        let fd = self.fd
-        let from = end
-        while true {
-            let n = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress! + from, raw.count - from) }
-            if n > 0 {
-                end += n
-                return
-            }
-            if n == 0 {
-                atEOF = true
-                return
-            }
-            if errno == EINTR { continue }
-            throw TraceError(file: name, line: nil, reason: "read failed: \(String(cString: strerror(errno)))")
         }
     }
 }
