@@ -34,18 +34,25 @@ public struct ConnectionRegistry: Sendable {
     private var nextHiddenID: UInt64 = ConnectionID.hiddenBase
     private var entries: [ConnectionID: Accessory] = [:]
     private var byKey: [DeviceKey: ConnectionID] = [:]
-    private var byPort: [PortKey: ConnectionID] = [:]
+    /// Each port's entry and the last connection that ended on it (for re-enumeration
+    /// links), in one map so that an event hashes its port once or twice, not five times.
+    private var ports: [PortKey: PortState] = [:]
     /// How many entries have each serial identity (VID:PID:serial), for cloned serials.
     private var serialCounts: [PhysicalIdentity: Int] = [:]
     /// Removals that named no entry, kept until the next reconcile: when the matching add
     /// arrives late (reordered events), it is not admitted.
     private var tombstones: [DeviceRemoval] = []
     private static let maxTombstones = 64
-    /// The last connection that ended on each port, for re-enumeration links.
-    private var ended: [PortKey: Ended] = [:]
     /// Connections their owner is switching into a new mode: their successor on the port
     /// links to them whatever its IDs.
     private var switching: Set<ConnectionID> = []
+
+    private struct PortState: Sendable {
+        /// The entry on the port.
+        var current: ConnectionID?
+        /// The last connection that ended on the port.
+        var ended: Ended?
+    }
 
     private struct Ended: Sendable {
         var id: ConnectionID
@@ -85,7 +92,7 @@ public struct ConnectionRegistry: Sendable {
 
     /// The entry on a port, if any.
     public func accessory(on port: PortKey) -> Accessory? {
-        byPort[port].flatMap { entries[$0] }
+        ports[port]?.current.flatMap { entries[$0] }
     }
 
     /// Applies one monitor event. A `.snapshot` is reconciled with a default ``Reconciler``.
@@ -136,7 +143,7 @@ public struct ConnectionRegistry: Sendable {
             }
             events.append(evict(id, reason: .ghostEvicted(.addressReused(by: d)))!)
         }
-        if let id = byPort[d.portKey], entries[id] != nil {
+        if let id = ports[d.portKey]?.current, entries[id] != nil {
             events.append(evict(id, reason: .ghostEvicted(.portReplaced(by: d)))!)
         }
         events.append(.connected(admit(d, shown: shown)))
@@ -148,7 +155,7 @@ public struct ConnectionRegistry: Sendable {
         if let address = r.address {
             id = byKey[DeviceKey(bus: r.bus, address: address)]
         } else {
-            id = byPort[PortKey(bus: r.bus, port: r.port!)]
+            id = ports[PortKey(bus: r.bus, port: r.port!)]?.current
         }
         guard let id, let entry = entries[id], r.names(entry.descriptor) else { return nil }
         return evict(id, reason: .unplugged)
@@ -167,11 +174,18 @@ public struct ConnectionRegistry: Sendable {
         // Cloned serials: another entry with this VID:PID:serial makes the newcomer's
         // identity include its port.
         let cloned = (serialIdentity(d).flatMap { serialCounts[$0] } ?? 0) > 0
-        let accessory = Accessory(connectionID: id, descriptor: d, hasClonedSerial: cloned, previousConnectionID: predecessor(of: d))
-        entries[accessory.connectionID] = accessory
+        let (now, window) = (self.now, linkWindow)
+        func occupy(_ port: inout PortState) -> ConnectionID? {
+            let previous = port.ended.flatMap { Self.continues($0, with: d, now: now, window: window) ? $0.id : nil }
+            if previous != nil { port.ended = nil }  // used up
+            port.current = id
+            return previous
+        }
+        let previous = occupy(&ports[d.portKey, default: PortState()])
+        let accessory = Accessory(connectionID: id, descriptor: d, hasClonedSerial: cloned, previousConnectionID: previous)
+        entries[id] = accessory
         count(d, +1)
-        if let key = d.key { byKey[key] = accessory.connectionID }
-        byPort[d.portKey] = accessory.connectionID
+        if let key = d.key { byKey[key] = id }
         return accessory
     }
 
@@ -187,7 +201,7 @@ public struct ConnectionRegistry: Sendable {
         if !switching.isEmpty, switching.remove(id) != nil { switching.insert(accessory.connectionID) }
         entries[accessory.connectionID] = accessory
         if let key = old.descriptor.key, byKey[key] == id { byKey[key] = accessory.connectionID }
-        if byPort[old.descriptor.portKey] == id { byPort[old.descriptor.portKey] = accessory.connectionID }
+        if ports[old.descriptor.portKey]?.current == id { ports[old.descriptor.portKey]?.current = accessory.connectionID }
         return accessory
     }
 
@@ -197,12 +211,14 @@ public struct ConnectionRegistry: Sendable {
         let d = accessory.descriptor
         count(d, -1)
         if let key = d.key, byKey[key] == id { byKey[key] = nil }
-        if byPort[d.portKey] == id { byPort[d.portKey] = nil }
         let switched = !switching.isEmpty && switching.remove(id) != nil
-        if reason != .shutdown {
-            if ended.count >= Self.maxEnded { ended = ended.filter { now - $0.value.at <= linkWindow } }
-            ended[d.portKey] = Ended(id: id, descriptor: d, at: now, switched: switched)
+        if reason != .shutdown && ports.count >= portLimit { prunePorts() }
+        let ended = reason == .shutdown ? nil : Ended(id: id, descriptor: d, at: now, switched: switched)
+        func end(_ port: inout PortState) {
+            if port.current == id { port.current = nil }
+            if let ended { port.ended = ended }
         }
+        end(&ports[d.portKey, default: PortState()])
         return .disconnected(accessory, reason)
     }
 
@@ -214,7 +230,15 @@ public struct ConnectionRegistry: Sendable {
         switching.insert(id)
     }
 
-    private static let maxEnded = 4096
+    /// How many ports are remembered before those with no entry and no recent end are
+    /// forgotten; it grows with the ports in use, so that pruning stays rare.
+    private var portLimit = 4096
+
+    private mutating func prunePorts() {
+        let (now, window) = (self.now, linkWindow)
+        ports = ports.filter { $0.value.current != nil || $0.value.ended.map { now - $0.at <= window } == true }
+        portLimit = max(4096, ports.count * 2)
+    }
 
     /// Whether `new` is the phone `old` in Android Open Accessory mode: 18d1:2d00–2d05 with
     /// the phone's serial. Phones keep their serial across the switch, so it is the same
@@ -226,15 +250,13 @@ public struct ConnectionRegistry: Sendable {
         return old.serial == serial
     }
 
-    /// The shown connection that a new instance on `d`'s port continues, if any; it is then
-    /// used up.
-    private mutating func predecessor(of d: AccessoryDescriptor) -> ConnectionID? {
-        guard let last = ended[d.portKey], !last.id.isHidden, now - last.at <= linkWindow, now >= last.at else { return nil }
+    /// Whether a new instance `d` on the port where `last` ended continues that shown
+    /// connection.
+    private static func continues(_ last: Ended, with d: AccessoryDescriptor, now: Duration, window: Duration) -> Bool {
+        guard !last.id.isHidden, now - last.at <= window, now >= last.at else { return false }
         let old = last.descriptor
         let same = agree(old.vendor, d.vendor) && agree(old.product, d.product) && agree(old.serial, d.serial)
-        guard same || last.switched || Self.isAccessoryMode(of: old, d) else { return nil }
-        ended[d.portKey] = nil
-        return last.id
+        return same || last.switched || isAccessoryMode(of: old, d)
     }
 
     /// Disconnects everything with reason `shutdown`, in ID order.
