@@ -11,6 +11,15 @@ public struct DeviceKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(bus):\(address)" }
+
+    /// The instance's usbfs node, `/dev/bus/usb/BBB/DDD`.
+    public var devicePath: String {
+        func threeDigits(_ n: Int) -> String {
+            let s = String(n)
+            return s.count >= 3 ? s : String(repeating: "0", count: 3 - s.count) + s
+        }
+        return "/dev/bus/usb/\(threeDigits(bus))/\(threeDigits(address))"
+    }
 }
 
 /// Bus number and kernel port chain (such as `1-1.4`): where a device is plugged in.

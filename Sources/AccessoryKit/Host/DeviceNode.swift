@@ -1,3 +1,5 @@
+import AccessoryCore
+
 /// Where a USB device instance lives: bus, address and its usbfs node, plus the IDs that
 /// an error message needs to name the udev rule. A plain value, with no libusb in it.
 package struct DeviceNode: Hashable, Sendable, CustomStringConvertible {
@@ -10,13 +12,8 @@ package struct DeviceNode: Hashable, Sendable, CustomStringConvertible {
     package var path: String { Self.path(bus: bus, address: address) }
 
     package static func path(bus: Int, address: Int) -> String {
-        "/dev/bus/usb/\(threeDigits(bus))/\(threeDigits(address))"
+        DeviceKey(bus: bus, address: address).devicePath
     }
 
     package var description: String { "bus \(bus) address \(address)" }
-
-    private static func threeDigits(_ n: Int) -> String {
-        let s = String(n)
-        return s.count >= 3 ? s : String(repeating: "0", count: 3 - s.count) + s
-    }
 }

@@ -1,0 +1,109 @@
+import AccessoryCore
+import AccessoryKit
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import KubeletDevicePluginAPI
+import Logging
+
+/// The running plugin: feeds the manager's events to the ``DeviceBoard``, serves the
+/// `DevicePlugin` service on its socket, and keeps it registered with the kubelet.
+struct DevicePlugin: Sendable {
+    let manager: AccessoryManager
+    let board: DeviceBoard
+    let socketPath: String
+    let registration: KubeletRegistration
+    let logger: Logger
+    /// How long a change waits for others before a list is sent: a ghost evicted and its
+    /// accessory admitted again in one reconcile send no list at all.
+    var settle: Duration = .milliseconds(100)
+    /// How often the kubelet's socket and the plugin's own are checked.
+    var pollInterval: Duration = .milliseconds(250)
+
+    init(manager: AccessoryManager, protocols: Set<String>, socketPath: String, registration: KubeletRegistration, logger: Logger) {
+        self.manager = manager
+        self.board = DeviceBoard(protocols: protocols)
+        self.socketPath = socketPath
+        self.registration = registration
+        self.logger = logger
+    }
+
+    /// Runs until cancelled; then ends every ListAndWatch stream, stops serving and removes
+    /// the socket.
+    func run() async throws {
+        let (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let events = await manager.events(includingCurrent: true)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events where board.apply(event) { changed.yield() }
+            }
+            group.addTask {
+                for await _ in changes {
+                    try? await Task.sleep(for: settle)
+                    if let devices = board.publish() {
+                        let healthy = devices.filter(\.isHealthy).count
+                        logger.info("devices: \(healthy) healthy, \(devices.count - healthy) unhealthy")
+                    }
+                }
+            }
+            group.addTask { try await serveAndRegister() }
+            defer { changed.finish() }
+            // Whichever ends first (cancellation, a failure to serve), the rest stop too.
+            do {
+                try await group.next()
+                group.cancelAll()
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+        }
+    }
+
+    /// Serves on the socket and registers; serves again when the socket is removed (a
+    /// kubelet that restarts removes its plugins' sockets) and registers again when the
+    /// kubelet's socket is recreated.
+    private func serveAndRegister() async throws {
+        defer {
+            board.close()
+            unlink(socketPath)
+        }
+        while !Task.isCancelled {
+            unlink(socketPath)  // a socket left by an earlier run would make bind fail
+            let transport = HTTP2ServerTransport.Posix(
+                address: .unixDomainSocket(path: socketPath), transportSecurity: .plaintext)
+            let server = GRPCServer(transport: transport, services: [DevicePluginService(board: board)])
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await server.serve() }
+                _ = try await transport.listeningAddress
+                let own = FileIdentity(path: socketPath)
+                logger.info("serving the DevicePlugin service on \(socketPath)")
+                var registeredWith: FileIdentity?
+                while !Task.isCancelled {
+                    let kubelet = registration.socketIdentity
+                    if let kubelet, kubelet != registeredWith {
+                        do {
+                            try await registration.register()
+                            registeredWith = kubelet
+                            logger.info("registered \(registration.request.resourceName) with the kubelet at \(registration.kubeletSocket) (endpoint \(registration.request.endpoint), API v1beta1)")
+                        } catch {
+                            logger.warning("cannot register with the kubelet at \(registration.kubeletSocket): \(error); retrying")
+                        }
+                    } else if kubelet == nil, registeredWith != nil {
+                        logger.notice("the kubelet's socket \(registration.kubeletSocket) is gone; waiting for it")
+                        registeredWith = nil
+                    }
+                    if FileIdentity(path: socketPath) != own {
+                        logger.notice("the plugin's socket \(socketPath) was removed; serving again")
+                        break
+                    }
+                    try? await Task.sleep(for: pollInterval)
+                }
+                // ListAndWatch streams end with the server: the kubelet reconnects after
+                // registering again.
+                board.endWatchers()
+                server.beginGracefulShutdown()
+                try await group.waitForAll()
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import AccessoryCore
+import AccessoryKit
+import ArgumentParser
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import KubeletDevicePluginAPI
+import Logging
+
+/// `accessory-device-plugin`: advertises the accessories that speak a protocol to a kubelet
+/// as an extended resource, healthy while connected, by physical identity.
+@main
+struct DevicePluginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accessory-device-plugin",
+        abstract: "Advertise USB accessories to a kubelet as an extended resource (device plugin API v1beta1).",
+        discussion: """
+            Serves the DevicePlugin service on DIR/ENDPOINT and registers it with the kubelet on \
+            DIR/kubelet.sock. Each accessory that speaks one of the protocols is a device whose ID \
+            is its physical identity (VID-PID-SERIAL, or its port without a serial); it is Healthy \
+            while connected and Unhealthy once it leaves, whether unplugged or evicted as a ghost, \
+            and Healthy again under the same ID when it returns. Allocate gives a container the \
+            accessory's current /dev/bus/usb node and ACCESSORY_* environment variables.
+
+            It registers again when the kubelet restarts (kubelet.sock recreated), serves again if \
+            its own socket is removed, and on SIGTERM or SIGINT stops serving, removes its socket \
+            and exits 0.
+
+            Example:
+              accessory-device-plugin --resource example.org/loopback --protocol org.example.loopback
+            """)
+
+    @Option(help: "The extended resource to advertise, as DOMAIN/NAME (such as example.org/loopback).")
+    var resource: String
+
+    @Option(name: .customLong("protocol"), help: "A protocol an advertised accessory speaks (repeatable; none means every accessory).")
+    var protocols: [String] = []
+
+    @Option(help: "The kubelet's device plugin directory.")
+    var kubeletDir = "/var/lib/kubelet/device-plugins"
+
+    @Option(help: "The plugin's socket, a file name in the kubelet directory (default: from the resource).")
+    var endpoint: String?
+
+    @Option(help: "Seconds between the manager's periodic reconciles with sysfs (how soon a silent change is seen).")
+    var reconcileInterval: Double = 1
+
+    @Flag(name: .shortAndLong, help: "Log more (twice for trace level).")
+    var verbose: Int
+
+    func validate() throws {
+        let parts = resource.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, parts[0].contains(".") else {
+            throw ValidationError("--resource must be DOMAIN/NAME with a dotted domain, such as example.org/loopback; got '\(resource)'")
+        }
+        guard !socketName.contains("/"), socketName.hasSuffix(".sock"), socketName != "kubelet.sock" else {
+            throw ValidationError("--endpoint must be a file name ending in .sock (not kubelet.sock); got '\(socketName)'")
+        }
+        // sockaddr_un's sun_path: 108 bytes with the terminating NUL.
+        for path in [socketPath, (kubeletDir as NSString).appendingPathComponent("kubelet.sock")] where path.utf8.count > 107 {
+            throw ValidationError("the socket path \(path) is \(path.utf8.count) bytes; a unix socket's path has at most 107: use a shorter --kubelet-dir")
+        }
+        guard reconcileInterval.isFinite, reconcileInterval > 0, reconcileInterval <= 3600 else {
+            throw ValidationError("--reconcile-interval must be more than 0 and at most 3600 seconds")
+        }
+    }
+
+    var socketPath: String { (kubeletDir as NSString).appendingPathComponent(socketName) }
+
+    /// `accessory-example.org_loopback.sock` for `example.org/loopback`.
+    var socketName: String {
+        endpoint ?? "accessory-\(resource.replacingOccurrences(of: "/", with: "_")).sock"
+    }
+
+    func run() async throws {
+        let level: Logger.Level = verbose >= 2 ? .trace : verbose == 1 ? .debug : .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "accessory-device-plugin")
+        let signals = TerminationSignals.catchAll()
+        let manager: AccessoryManager
+        do {
+            manager = try await AccessoryManager(configuration: .init(
+                reconcileInterval: .milliseconds(Int64(reconcileInterval * 1000)),
+                supportedProtocols: protocols.isEmpty ? nil : Set(protocols)))
+        } catch {
+            logger.error("cannot start the accessory manager: \(error)")
+            throw ExitCode(1)
+        }
+        let plugin = DevicePlugin(
+            manager: manager, protocols: Set(protocols),
+            socketPath: socketPath,
+            registration: KubeletRegistration(kubeletDirectory: kubeletDir, endpoint: socketName, resource: resource),
+            logger: logger)
+        let running = Task { try await plugin.run() }
+        for await signal in signals {
+            logger.info("signal \(signal): stopping")
+            break
+        }
+        running.cancel()
+        do {
+            try await running.value
+        } catch is CancellationError {
+        } catch {
+            logger.error("\(error)")
+            await manager.shutdown()
+            throw ExitCode(1)
+        }
+        await manager.shutdown()
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import KubeletDevicePluginAPI
+import Testing
+
+/// The plugin as a kubelet sees it, under accessory-sim with two loopback accessories
+/// (1209:0001 SN1 and 1209:0002 SN2, as scripts/test starts it).
+@Suite("accessory-device-plugin and a kubelet", .serialized, .enabled(if: Simulator.isActive, "needs accessory-sim (scripts/test runs it)"))
+struct DevicePluginTests {
+    static let endpoint = "accessory-example.org_loopback.sock"
+    static let sn1 = "1209-0001-SN1"
+    static let sn2 = "1209-0002-SN2"
+
+    /// A kubelet directory, a fake kubelet serving in it, and the plugin registered with it.
+    struct Running {
+        let directory: String
+        let kubelet: FakeKubelet
+        let plugin: PluginProcess
+        let lists = DeviceLists()
+        var watch: Task<Void, any Error>?
+    }
+
+    private func start(watching: Bool = true) async throws -> Running {
+        // In /tmp, not the simulator's long TMPDIR: a unix socket's path has at most 107 bytes.
+        let directory = "/tmp/kubelet-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let kubelet = FakeKubelet(directory: directory)
+        try await kubelet.start()
+        var running = Running(directory: directory, kubelet: kubelet, plugin: try PluginProcess(kubeletDir: directory))
+        do {
+            _ = try await kubelet.waitForRegistrations(1, timeout: .seconds(10))
+        } catch {
+            Issue.record("the plugin did not register; its log:\n\(running.plugin.log)")
+            await finish(running)
+            throw error
+        }
+        if watching { running.watch = listAndWatch(running) }
+        return running
+    }
+
+    /// Follows ListAndWatch into `running.lists`, reconnecting when the stream ends (as a
+    /// kubelet does after the plugin registers again).
+    private func listAndWatch(_ running: Running) -> Task<Void, any Error> {
+        Task {
+            while !Task.isCancelled {
+                try? await running.kubelet.withPlugin(endpoint: Self.endpoint) { plugin in
+                    try await plugin.listAndWatch(V1beta1_Empty()) { response in
+                        for try await list in response.messages { running.lists.append(list) }
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    /// Runs `body` with a started plugin, then stops it (SIGTERM) and the kubelet.
+    private func withPlugin(watching: Bool = true, _ body: (Running) async throws -> Void) async throws {
+        let running = try await start(watching: watching)
+        do {
+            try await body(running)
+        } catch {
+            await finish(running)
+            throw error
+        }
+        await finish(running)
+    }
+
+    private func finish(_ running: Running) async {
+        running.watch?.cancel()
+        _ = running.plugin.stop(with: SIGTERM)
+        await running.kubelet.stop()
+        try? FileManager.default.removeItem(atPath: running.directory)
+    }
+
+    private func allocate(_ running: Running, _ ids: [String]) async throws -> V1beta1_AllocateResponse {
+        try await running.kubelet.withPlugin(endpoint: Self.endpoint) { plugin in
+            try await plugin.allocate(.with { $0.containerRequests = [.with { $0.devicesIds = ids }] })
+        }
+    }
+
+    @Test("Registers API v1beta1 with its socket's file name and the resource, then lists both accessories healthy by physical identity")
+    func registersAndLists() async throws {
+        try await withPlugin { running in
+            let registration = try #require(running.kubelet.registrationsSoFar.first)
+            #expect(registration.version == "v1beta1")
+            #expect(registration.endpoint == Self.endpoint)
+            #expect(!registration.endpoint.contains("/"))
+            #expect(registration.resourceName == "example.org/loopback")
+            #expect(FileManager.default.fileExists(atPath: running.directory + "/" + registration.endpoint))
+            let list = try await running.lists.wait(timeout: .seconds(5), "a first list") { !$0.isEmpty }
+            #expect(list == [Self.sn1: "Healthy", Self.sn2: "Healthy"])
+            let options = try await running.kubelet.withPlugin(endpoint: Self.endpoint) { try await $0.getDevicePluginOptions(V1beta1_Empty()) }
+            #expect(!options.preStartRequired)
+        }
+    }
+
+    @Test("Unplugged: Unhealthy within 2 s under the same ID; back: Healthy within 2 s; Allocate follows")
+    func unplugAndReturn() async throws {
+        try await withPlugin { running in
+            try await running.lists.wait(timeout: .seconds(5), "both healthy") { $0[Self.sn1] == "Healthy" && $0[Self.sn2] == "Healthy" }
+            let before = try #require(try Simulator.device(serial: "SN1"))
+
+            let unplugged = ContinuousClock.now
+            try Simulator.ctl("unplug", "\(before.bus):\(before.address)")
+            let gone = try await running.lists.wait(timeout: .seconds(2), "SN1 unhealthy") { $0[Self.sn1] == "Unhealthy" }
+            #expect(gone[Self.sn2] == "Healthy")
+            let unhealthyAfter = ContinuousClock.now - unplugged
+            await #expect(throws: RPCError.self) {
+                do { _ = try await allocate(running, [Self.sn1]) } catch let error as RPCError {
+                    #expect(error.code == .failedPrecondition)
+                    throw error
+                }
+            }
+
+            let replugged = ContinuousClock.now
+            try Simulator.ctl("plug", "1209:0001:SN1:org.example.loopback", "--port", before.port)
+            try await running.lists.wait(timeout: .seconds(2), "SN1 healthy again") { $0[Self.sn1] == "Healthy" }
+            let healthyAfter = ContinuousClock.now - replugged
+            #expect(running.lists.latest.map { Set($0.keys) } == [Self.sn1, Self.sn2])
+            let after = try #require(try Simulator.device(serial: "SN1"))
+            let response = try await allocate(running, [Self.sn1])
+            let node = String(format: "/dev/bus/usb/%03d/%03d", after.bus, after.address)
+            #expect(response.containerResponses.first?.devices.map(\.hostPath) == [node])
+            print("unhealthy \(unhealthyAfter) after the unplug, healthy \(healthyAfter) after the plug")
+        }
+    }
+
+    @Test("A silent re-enumeration, found by the reconciler, gives Allocate the new node")
+    func silentReenumeration() async throws {
+        try await withPlugin { running in
+            try await running.lists.wait(timeout: .seconds(5), "SN2 healthy") { $0[Self.sn2] == "Healthy" }
+            let first = try await allocate(running, [Self.sn2]).containerResponses[0]
+            let old = try #require(try Simulator.device(serial: "SN2"))
+            #expect(first.devices.map(\.hostPath) == [String(format: "/dev/bus/usb/%03d/%03d", old.bus, old.address)])
+            #expect(first.devices.first?.containerPath == first.devices.first?.hostPath)
+            #expect(first.devices.first?.permissions == "rw")
+            #expect(first.envs["ACCESSORY_SERIAL"] == "SN2")
+            #expect(first.envs["ACCESSORY_PORT"] == old.port)
+            #expect(first.envs["ACCESSORY_DEVICE"] == first.devices.first?.hostPath)
+            let oldConnection = try #require(first.envs["ACCESSORY_CONNECTION_ID"].flatMap { UInt64($0) })
+
+            try Simulator.ctl("replug", "\(old.bus):\(old.address)", "--silent")
+            let new = try #require(try Simulator.device(serial: "SN2"))
+            #expect(new.address != old.address)
+            let newNode = String(format: "/dev/bus/usb/%03d/%03d", new.bus, new.address)
+            var latest = first
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline {
+                latest = try await allocate(running, [Self.sn2]).containerResponses[0]
+                if latest.devices.first?.hostPath == newNode { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(latest.devices.map(\.hostPath) == [newNode])
+            #expect(latest.envs["ACCESSORY_CONNECTION_ID"].flatMap { UInt64($0) }.map { $0 > oldConnection } == true)
+            // The same physical accessory: still listed once, healthy, under the same ID.
+            #expect(running.lists.latest?[Self.sn2] == "Healthy")
+        }
+    }
+
+    @Test("An unknown ID is NOT_FOUND")
+    func unknownID() async throws {
+        try await withPlugin(watching: false) { running in
+            do {
+                _ = try await allocate(running, ["1209-0001-NOSUCH"])
+                Issue.record("Allocate of an unknown ID succeeded")
+            } catch let error as RPCError {
+                #expect(error.code == .notFound)
+                #expect(error.message.contains("1209-0001-NOSUCH"))
+            }
+        }
+    }
+
+    @Test("A kubelet restart (its socket recreated, the plugin's removed) brings a new registration within 5 s, and lists again")
+    func kubeletRestart() async throws {
+        try await withPlugin { running in
+            try await running.lists.wait(timeout: .seconds(5), "a first list") { !$0.isEmpty }
+            let before = running.lists.all.count
+            await running.kubelet.stop()
+            // A kubelet that starts removes the plugins' sockets in its directory.
+            unlink(running.directory + "/" + Self.endpoint)
+            try await Task.sleep(for: .milliseconds(300))
+            let restarted = ContinuousClock.now
+            try await running.kubelet.start()
+            let registrations = try await running.kubelet.waitForRegistrations(2, timeout: .seconds(5))
+            #expect(registrations.count == 2)
+            #expect(registrations.last?.endpoint == Self.endpoint)
+            print("registered again \(ContinuousClock.now - restarted) after the kubelet restarted")
+            #expect(FileManager.default.fileExists(atPath: running.directory + "/" + Self.endpoint))
+            // The plugin served again on a new socket; ListAndWatch, reconnected, lists again.
+            do {
+                _ = try await Poll.until(timeout: .seconds(5), "a list after the restart") { running.lists.all.count > before ? true : nil }
+            } catch {
+                Issue.record("no list after the restart (\(running.lists.all.count) lists in all); the plugin's log:\n\(running.plugin.log)")
+                throw error
+            }
+            #expect(running.lists.latest == [Self.sn1: "Healthy", Self.sn2: "Healthy"])
+        }
+    }
+
+    @Test("A kubelet that comes back on a new socket, with the plugin's left in place, gets a new registration within 5 s")
+    func kubeletSocketRecreated() async throws {
+        try await withPlugin(watching: false) { running in
+            await running.kubelet.stop()
+            try await Task.sleep(for: .milliseconds(300))
+            try await running.kubelet.start()
+            let registrations = try await running.kubelet.waitForRegistrations(2, timeout: .seconds(5))
+            #expect(registrations.map(\.version) == ["v1beta1", "v1beta1"])
+            let options = try await running.kubelet.withPlugin(endpoint: Self.endpoint) { try await $0.getDevicePluginOptions(V1beta1_Empty()) }
+            #expect(options.getPreferredAllocationAvailable)
+        }
+    }
+
+    @Test("SIGTERM: exits 0 and leaves no socket")
+    func sigterm() async throws {
+        let running = try await start()
+        try await running.lists.wait(timeout: .seconds(5), "a first list") { !$0.isEmpty }
+        let socket = running.directory + "/" + Self.endpoint
+        #expect(FileManager.default.fileExists(atPath: socket))
+        let status = running.plugin.stop(with: SIGTERM)
+        #expect(status == 0, "\(running.plugin.log)")
+        #expect(!FileManager.default.fileExists(atPath: socket))
+        running.watch?.cancel()
+        await running.kubelet.stop()
+        try? FileManager.default.removeItem(atPath: running.directory)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import KubeletDevicePluginAPI
+import Synchronization
+
+/// A stand-in for the kubelet's side of the device plugin API, written with the same
+/// generated code: it serves `Registration` on `DIR/kubelet.sock` and records every
+/// registration, and it calls the plugin's `DevicePlugin` service on its socket.
+final class FakeKubelet: Sendable {
+    let directory: String
+    var socketPath: String { directory + "/kubelet.sock" }
+    private let registrations = Mutex<[V1beta1_RegisterRequest]>([])
+    private let server = Mutex<(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, any Error>)?>(nil)
+
+    init(directory: String) {
+        self.directory = directory
+    }
+
+    private struct RegistrationService: V1beta1_Registration.SimpleServiceProtocol {
+        let kubelet: FakeKubelet
+        func register(request: V1beta1_RegisterRequest, context: ServerContext) async throws -> V1beta1_Empty {
+            kubelet.registrations.withLock { $0.append(request) }
+            return V1beta1_Empty()
+        }
+    }
+
+    /// Starts serving `Registration` (a new socket file, as a kubelet that starts makes).
+    func start() async throws {
+        unlink(socketPath)
+        let transport = HTTP2ServerTransport.Posix(address: .unixDomainSocket(path: socketPath), transportSecurity: .plaintext)
+        let server = GRPCServer(transport: transport, services: [RegistrationService(kubelet: self)])
+        let task = Task { try await server.serve() }
+        _ = try await transport.listeningAddress
+        self.server.withLock { $0 = (server, task) }
+    }
+
+    /// Stops serving and removes the socket, as a kubelet that goes away does.
+    func stop() async {
+        guard let (server, task) = self.server.withLock({ s in defer { s = nil }; return s }) else { return }
+        server.beginGracefulShutdown()
+        _ = try? await task.value
+        unlink(socketPath)
+    }
+
+    var registrationsSoFar: [V1beta1_RegisterRequest] { registrations.withLock { $0 } }
+
+    /// Waits until there are at least `count` registrations.
+    func waitForRegistrations(_ count: Int, timeout: Duration) async throws -> [V1beta1_RegisterRequest] {
+        try await Poll.until(timeout: timeout, "\(count) registration(s)") {
+            let all = registrationsSoFar
+            return all.count >= count ? all : nil
+        }
+    }
+
+    /// Runs `body` with a client of the plugin's `DevicePlugin` service.
+    func withPlugin<R: Sendable>(
+        endpoint: String, _ body: (V1beta1_DevicePlugin.Client<HTTP2ClientTransport.Posix>) async throws -> R
+    ) async throws -> R {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .unixDomainSocket(path: directory + "/" + endpoint), transportSecurity: .plaintext)
+        return try await withGRPCClient(transport: transport) { client in
+            try await body(V1beta1_DevicePlugin.Client(wrapping: client))
+        }
+    }
+}
+
+/// The lists a ListAndWatch stream has delivered, as the test reads them.
+final class DeviceLists: Sendable {
+    private let lists = Mutex<[[String: String]]>([])
+
+    func append(_ response: V1beta1_ListAndWatchResponse) {
+        let list = Dictionary(response.devices.map { ($0.id, $0.health) }, uniquingKeysWith: { $1 })
+        lists.withLock { $0.append(list) }
+    }
+
+    var all: [[String: String]] { lists.withLock { $0 } }
+    var latest: [String: String]? { all.last }
+
+    /// Waits until the latest list satisfies `condition`; returns it.
+    @discardableResult
+    func wait(timeout: Duration, _ what: String, _ condition: @escaping @Sendable ([String: String]) -> Bool) async throws -> [String: String] {
+        try await Poll.until(timeout: timeout, what) { [self] in latest.flatMap { condition($0) ? $0 : nil } }
+    }
+}
+
+enum Poll {
+    struct Timeout: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Calls `probe` every 20 ms until it returns a value, for at most `timeout`.
+    static func until<T>(timeout: Duration, _ what: String, _ probe: () throws -> T?) async throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let value = try probe() { return value }
+            guard ContinuousClock.now < deadline else { throw Timeout(description: "timed out after \(timeout) waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
