@@ -78,15 +78,28 @@ struct DevicePlugin: Sendable {
                 let own = FileIdentity(path: socketPath)
                 logger.info("serving the DevicePlugin service on \(socketPath)")
                 var registeredWith: FileIdentity?
+                // After a refusal, the next try waits twice as long, up to 5 s.
+                var retryAt = ContinuousClock.now
+                var backoff = pollInterval
+                var lastSeen: FileIdentity?
                 while !Task.isCancelled {
                     let kubelet = registration.socketIdentity
-                    if let kubelet, kubelet != registeredWith {
+                    if kubelet != lastSeen {
+                        // A new kubelet socket: try at once, whatever the last one refused.
+                        lastSeen = kubelet
+                        retryAt = ContinuousClock.now
+                        backoff = pollInterval
+                    }
+                    if let kubelet, kubelet != registeredWith, ContinuousClock.now >= retryAt {
                         do {
                             try await registration.register()
                             registeredWith = kubelet
+                            backoff = pollInterval
                             logger.info("registered \(registration.request.resourceName) with the kubelet at \(registration.kubeletSocket) (endpoint \(registration.request.endpoint), API v1beta1)")
                         } catch {
-                            logger.warning("cannot register with the kubelet at \(registration.kubeletSocket): \(error); retrying")
+                            logger.warning("cannot register with the kubelet at \(registration.kubeletSocket): \(error); trying again in \(backoff)")
+                            retryAt = ContinuousClock.now + backoff
+                            backoff = min(backoff * 2, .seconds(5))
                         }
                     } else if kubelet == nil, registeredWith != nil {
                         logger.notice("the kubelet's socket \(registration.kubeletSocket) is gone; waiting for it")

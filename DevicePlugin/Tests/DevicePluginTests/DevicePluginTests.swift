@@ -21,11 +21,12 @@ struct DevicePluginTests {
         var watch: Task<Void, any Error>?
     }
 
-    private func start(watching: Bool = true) async throws -> Running {
+    private func start(watching: Bool = true, refusals: Int = 0) async throws -> Running {
         // In /tmp, not the simulator's long TMPDIR: a unix socket's path has at most 107 bytes.
         let directory = "/tmp/kubelet-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let kubelet = FakeKubelet(directory: directory)
+        kubelet.refuseNext(refusals)
         try await kubelet.start()
         var running = Running(directory: directory, kubelet: kubelet, plugin: try PluginProcess(kubeletDir: directory))
         do {
@@ -55,8 +56,8 @@ struct DevicePluginTests {
     }
 
     /// Runs `body` with a started plugin, then stops it (SIGTERM) and the kubelet.
-    private func withPlugin(watching: Bool = true, _ body: (Running) async throws -> Void) async throws {
-        let running = try await start(watching: watching)
+    private func withPlugin(watching: Bool = true, refusals: Int = 0, _ body: (Running) async throws -> Void) async throws {
+        let running = try await start(watching: watching, refusals: refusals)
         do {
             try await body(running)
         } catch {
@@ -208,6 +209,15 @@ struct DevicePluginTests {
             #expect(registrations.map(\.version) == ["v1beta1", "v1beta1"])
             let options = try await running.kubelet.withPlugin(endpoint: Self.endpoint) { try await $0.getDevicePluginOptions(V1beta1_Empty()) }
             #expect(options.getPreferredAllocationAvailable)
+        }
+    }
+
+    @Test("A refused registration is tried again, later each time, until the kubelet accepts it")
+    func refusedRegistration() async throws {
+        try await withPlugin(watching: false, refusals: 2) { running in
+            #expect(running.kubelet.refusalsMade == 2)
+            #expect(running.kubelet.registrationsSoFar.count == 1)
+            #expect(running.plugin.log.contains("cannot register with the kubelet"))
         }
     }
 

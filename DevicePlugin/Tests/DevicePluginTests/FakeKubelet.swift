@@ -11,6 +11,8 @@ final class FakeKubelet: Sendable {
     let directory: String
     var socketPath: String { directory + "/kubelet.sock" }
     private let registrations = Mutex<[V1beta1_RegisterRequest]>([])
+    /// How many registrations to refuse before accepting, and how many were refused.
+    private let refusals = Mutex<(left: Int, made: Int)>((0, 0))
     private let server = Mutex<(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, any Error>)?>(nil)
 
     init(directory: String) {
@@ -20,6 +22,13 @@ final class FakeKubelet: Sendable {
     private struct RegistrationService: V1beta1_Registration.SimpleServiceProtocol {
         let kubelet: FakeKubelet
         func register(request: V1beta1_RegisterRequest, context: ServerContext) async throws -> V1beta1_Empty {
+            let refuse = kubelet.refusals.withLock { r in
+                guard r.left > 0 else { return false }
+                r.left -= 1
+                r.made += 1
+                return true
+            }
+            if refuse { throw RPCError(code: .invalidArgument, message: "resource \(request.resourceName) is already registered") }
             kubelet.registrations.withLock { $0.append(request) }
             return V1beta1_Empty()
         }
@@ -44,6 +53,11 @@ final class FakeKubelet: Sendable {
     }
 
     var registrationsSoFar: [V1beta1_RegisterRequest] { registrations.withLock { $0 } }
+
+    /// Refuses the next `count` registrations, as a kubelet does when the resource is taken.
+    func refuseNext(_ count: Int) { refusals.withLock { $0.left = count } }
+
+    var refusalsMade: Int { refusals.withLock { $0.made } }
 
     /// Waits until there are at least `count` registrations.
     func waitForRegistrations(_ count: Int, timeout: Duration) async throws -> [V1beta1_RegisterRequest] {

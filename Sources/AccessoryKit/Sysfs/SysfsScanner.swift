@@ -133,16 +133,19 @@ public struct SysfsScanner: Sendable {
             configuration = c
         }
 
+        // The IDs and class come from the descriptors already read; the kernel's attribute
+        // files, which hold the same values, are read only when the blob could not be parsed
+        // (four opens fewer per device: in a storm every arrival is read).
         let hex16 = { (attribute: String) in SysfsFiles.integer(dir + "/" + attribute, radix: 16, as: UInt16.self) }
         var descriptor = AccessoryDescriptor(
             bus: bus, address: address, port: name,
-            vendor: hex16("idVendor") ?? parsed?.device.vendor,
-            product: hex16("idProduct") ?? parsed?.device.product,
-            bcdDevice: hex16("bcdDevice") ?? parsed?.device.bcdDevice,
+            vendor: parsed?.device.vendor ?? hex16("idVendor"),
+            product: parsed?.device.product ?? hex16("idProduct"),
+            bcdDevice: parsed?.device.bcdDevice ?? hex16("bcdDevice"),
             serial: SysfsFiles.string(dir + "/serial"),
             manufacturer: SysfsFiles.string(dir + "/manufacturer"),
             name: SysfsFiles.string(dir + "/product"))
-        let deviceClass = SysfsFiles.integer(dir + "/bDeviceClass", radix: 16, as: UInt8.self) ?? parsed?.device.deviceClass ?? 0
+        let deviceClass = parsed?.device.deviceClass ?? SysfsFiles.integer(dir + "/bDeviceClass", radix: 16, as: UInt8.self) ?? 0
         var info = USBDeviceInfo(
             descriptor: descriptor, deviceClass: deviceClass, deviceDescriptor: parsed?.device,
             configuration: configuration, speed: SysfsFiles.string(dir + "/speed").flatMap { USBSpeed(sysfs: String($0.trimmingSpaces)) },
