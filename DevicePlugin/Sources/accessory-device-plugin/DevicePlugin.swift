@@ -59,6 +59,28 @@ struct DevicePlugin: Sendable {
         }
     }
 
+    struct CannotListen: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Waits for the server to be bound. A bind that fails (the directory is gone, a path too
+    /// long) never resolves `listeningAddress`, so it is given 5 s.
+    private static func waitUntilListening(_ transport: HTTP2ServerTransport.Posix, path: String) async throws {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                _ = try await transport.listeningAddress
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(5))
+                return false
+            }
+            let bound = try await group.next() ?? false
+            group.cancelAll()
+            guard bound else { throw CannotListen(description: "cannot listen on \(path) (is its directory there and writable?)") }
+        }
+    }
+
     /// Serves on the socket and registers; serves again when the socket is removed (a
     /// kubelet that restarts removes its plugins' sockets) and registers again when the
     /// kubelet's socket is recreated.
@@ -74,7 +96,7 @@ struct DevicePlugin: Sendable {
             let server = GRPCServer(transport: transport, services: [DevicePluginService(board: board)])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await server.serve() }
-                _ = try await transport.listeningAddress
+                try await Self.waitUntilListening(transport, path: socketPath)
                 let own = FileIdentity(path: socketPath)
                 logger.info("serving the DevicePlugin service on \(socketPath)")
                 var registeredWith: FileIdentity?

@@ -56,6 +56,13 @@ struct DevicePluginCommand: AsyncParsableCommand {
         guard !socketName.contains("/"), socketName.hasSuffix(".sock"), socketName != "kubelet.sock" else {
             throw ValidationError("--endpoint must be a file name ending in .sock (not kubelet.sock); got '\(socketName)'")
         }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: kubeletDir, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("--kubelet-dir \(kubeletDir) is not a directory (is this a Kubernetes node, and is the directory mounted?)")
+        }
+        guard access(kubeletDir, W_OK) == 0 else {
+            throw ValidationError("--kubelet-dir \(kubeletDir) is not writable: the plugin creates its socket there (run as root, or mount it read-write)")
+        }
         // sockaddr_un's sun_path: 108 bytes with the terminating NUL.
         for path in [socketPath, (kubeletDir as NSString).appendingPathComponent("kubelet.sock")] where path.utf8.count > 107 {
             throw ValidationError("the socket path \(path) is \(path.utf8.count) bytes; a unix socket's path has at most 107: use a shorter --kubelet-dir")
