@@ -56,7 +56,10 @@ struct ReplayCommand: ParsableCommand {
             for event in events {
                 if json {
                     buffer.append(event)
-                    if buffer.bytes.count >= 1 << 16 { out.write(bytes: buffer.bytes); buffer = ReplayOutput() }
+                    if buffer.bytes.count >= 1 << 16 {
+                        out.write(bytes: buffer.bytes)
+                        buffer.removeAll()
+                    }
                 } else {
                     out.writeLine(EventText.line(event, style: style))
                 }

@@ -55,6 +55,11 @@ package struct ReplayOutput: Sendable {
         bytes.removeAll(keepingCapacity: true)
     }
 
+    /// Forgets the pending lines, keeping the storage for the next ones.
+    package mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+    }
+
     /// The pending lines as text.
     package var string: String { String(decoding: bytes, as: UTF8.self) }
 
