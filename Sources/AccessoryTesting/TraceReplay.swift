@@ -101,7 +101,7 @@ public struct TraceReplay: Sendable {
             guard position < records.count else { return nil }
             let record = records[position]
             position += 1
-            if record.t.isFinite, record.t >= 0 { await manager.setRecordedTime(.seconds(record.t)) }
+            if let time = record.time { await manager.setRecordedTime(time) }
             switch record.event {
             case .added(let d):
                 await usb.replayArrival(d)

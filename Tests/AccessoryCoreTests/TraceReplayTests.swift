@@ -60,6 +60,19 @@ struct TraceReplayTests {
         }
     }
 
+    @Test("A t too large for a Duration is held at its limit, not a trap (a fuzzer's finding)")
+    func hugeT() throws {
+        #expect(TraceRecord(t: 1e300, event: .sleep).time == .seconds(4_000_000_000))
+        #expect(TraceRecord(t: 2.5, event: .sleep).time == .milliseconds(2500))
+        #expect(TraceRecord(t: -1, event: .sleep).time == nil)
+        var replayer = TraceReplayer()
+        let d = AccessoryDescriptor(bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 1, serial: "SN1")
+        _ = replayer.apply(TraceRecord(t: 1, event: .added(d)))
+        let events = replayer.apply(TraceRecord(t: 2.8e66, event: .removed(DeviceRemoval(bus: 1, address: 5, port: "1-1"))))
+        #expect(events.count == 1)
+        #expect(replayer.registry.count == 0)
+    }
+
     @Test("The contract's three-line trace ends with an empty registry")
     func contractTrace() throws {
         let trace = """

@@ -20,4 +20,12 @@ extension TraceRecord {
         TraceEncoding.appendEvent(t: t, event, to: &bytes)
         return String(decoding: bytes.dropLast(), as: UTF8.self)
     }
+
+    /// `t` as a Duration, in whole nanoseconds, for the registry's clock; `nil` when `t` is
+    /// not a finite number of seconds from 0. A `t` beyond about 126 years is held there:
+    /// `Duration.seconds(Double)` traps on values it cannot represent (a fuzzer found 1e300).
+    public var time: Duration? {
+        guard t.isFinite, t >= 0 else { return nil }
+        return .nanoseconds(Int64((min(t, 4e9) * 1e9).rounded()))
+    }
 }

@@ -27,11 +27,7 @@ public struct TraceReplayer: Sendable {
     /// Applies one record and returns the notifications it caused, in delivery order.
     /// The record's `t` is the registry's ``ConnectionRegistry/now``, for re-enumeration links.
     public mutating func apply(_ record: TraceRecord) -> [AccessoryEvent] {
-        if record.t.isFinite, record.t >= 0 {
-            // Whole nanoseconds: `Duration.seconds(Double)` converts through 128-bit
-            // arithmetic, a few percent of a replay.
-            registry.now = record.t < 9e9 ? .nanoseconds(Int64((record.t * 1e9).rounded())) : .seconds(record.t)
-        }
+        if let time = record.time { registry.now = time }
         return apply(record.event)
     }
 
