@@ -63,12 +63,16 @@ struct DevicePlugin: Sendable {
         var description: String
     }
 
-    /// Waits for the server to be bound. A bind that fails (the directory is gone, a path too
-    /// long) never resolves `listeningAddress`, so it is given 5 s.
+    /// Waits for the server to be bound; a bind that fails (something else at the path, the
+    /// directory gone) is an error naming the path, and one that never answers fails after 5 s.
     private static func waitUntilListening(_ transport: HTTP2ServerTransport.Posix, path: String) async throws {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
-                _ = try await transport.listeningAddress
+                do {
+                    _ = try await transport.listeningAddress
+                } catch {
+                    throw CannotListen(description: "cannot listen on \(path): \(error)")
+                }
                 return true
             }
             group.addTask {

@@ -102,17 +102,35 @@ struct DevicePluginCommand: AsyncParsableCommand {
             socketPath: socketPath,
             registration: KubeletRegistration(kubeletDirectory: kubeletDir, endpoint: socketName, resource: resource),
             logger: logger)
-        let running = Task { try await plugin.run() }
-        for await signal in signals {
-            logger.info("signal \(signal): stopping")
-            break
+        // Until a signal, or until the plugin stops by itself (it cannot serve).
+        enum Outcome: Sendable {
+            case signal(Int32)
+            case failed(String)
         }
-        running.cancel()
-        do {
-            try await running.value
-        } catch is CancellationError {
-        } catch {
-            logger.error("\(error)")
+        let outcome = await withTaskGroup(of: Outcome.self) { group in
+            group.addTask {
+                for await signal in signals { return .signal(signal) }
+                return .signal(0)
+            }
+            group.addTask {
+                do {
+                    try await plugin.run()
+                    return .failed("the accessory manager stopped")
+                } catch is CancellationError {
+                    return .signal(0)
+                } catch {
+                    return .failed("\(error)")
+                }
+            }
+            let first = await group.next() ?? .signal(0)
+            group.cancelAll()  // the plugin's cleanup runs before the group returns
+            return first
+        }
+        switch outcome {
+        case .signal(let signal):
+            logger.info("signal \(signal): stopped")
+        case .failed(let reason):
+            logger.error("\(reason)")
             await manager.shutdown()
             throw ExitCode(1)
         }

@@ -221,6 +221,19 @@ struct DevicePluginTests {
         }
     }
 
+    @Test("A socket path it cannot bind: exits 1 at once, naming the path")
+    func cannotBind() async throws {
+        let directory = "/tmp/kubelet-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory + "/" + Self.endpoint, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let plugin = try PluginProcess(kubeletDir: directory)
+        let deadline = Date().addingTimeInterval(10)
+        while plugin.process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!plugin.process.isRunning)
+        #expect(plugin.process.terminationStatus == 1)
+        #expect(plugin.log.contains("cannot listen on \(directory)/\(Self.endpoint)"), "\(plugin.log)")
+    }
+
     @Test("SIGTERM: exits 0 and leaves no socket")
     func sigterm() async throws {
         let running = try await start()
