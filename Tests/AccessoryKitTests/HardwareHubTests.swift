@@ -41,9 +41,18 @@ extension HardwareTests {
             // The deepest first, as the kernel removes them.
             #expect(after.first?.accessory.descriptor.port == "1-20.7.2")
 
-            // The live set equals the simulator's, hubs aside.
-            let live = Set(await manager.connectedAccessories.map { "\($0.descriptor.bus):\($0.descriptor.address ?? 0)@\($0.descriptor.port)" })
-            let truth = Set(try Sim.list().filter { $0.vendorProduct != "05e3:0608" }.map(\.device.description))
+            // The live set equals the simulator's, hubs aside. Other suites' accessories come
+            // and go meanwhile (with the kernel's order, their remove events come late), so
+            // both sides are read again until they agree, for up to 3 s.
+            var live: Set<String> = []
+            var truth: Set<String> = []
+            let deadline = ContinuousClock.now + .seconds(3)
+            repeat {
+                live = Set(await manager.connectedAccessories.map { "\($0.descriptor.bus):\($0.descriptor.address ?? 0)@\($0.descriptor.port)" })
+                truth = Set(try Sim.list().filter { $0.vendorProduct != "05e3:0608" }.map(\.device.description))
+                if live == truth { break }
+                try await Task.sleep(for: .milliseconds(50))
+            } while ContinuousClock.now < deadline
             #expect(live == truth)
             await manager.shutdown()
             checkInvariants(await log.events)
