@@ -51,7 +51,9 @@ struct ReplayCommand: ParsableCommand {
         let style = TerminalStyle(fd: 1)
         var replayer = TraceReplayer()
         var buffer = ReplayOutput()
+        let json = self.json  // read once: a property wrapper's getter is not free per event
         if !json { out.writeLine(style.bold(EventText.header)) }
+        var pending: [AccessoryEvent] = []
         func emit(_ events: [AccessoryEvent]) {
             for event in events {
                 if json {
@@ -70,7 +72,9 @@ struct ReplayCommand: ParsableCommand {
                 if injector != nil {
                     injector!.push(record) { emit(replayer.apply($0)) }
                 } else {
-                    emit(replayer.apply(record))
+                    replayer.apply(record, into: &pending)
+                    emit(pending)
+                    pending.removeAll(keepingCapacity: true)
                 }
             }
             injector?.finish { emit(replayer.apply($0)) }

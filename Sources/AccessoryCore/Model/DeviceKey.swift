@@ -12,6 +12,11 @@ public struct DeviceKey: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(bus):\(address)" }
 
+    /// One integer to hash: a registry looks keys up on every event.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bus << 32 | address & 0xFFFF_FFFF)
+    }
+
     /// The instance's usbfs node, `/dev/bus/usb/BBB/DDD`.
     public var devicePath: String {
         func threeDigits(_ n: Int) -> String {

@@ -32,9 +32,9 @@ public enum GhostEvidence: Hashable, Sendable, CustomStringConvertible {
     /// The instance is missing from the OS's device list.
     case absentFromSnapshot
     /// The bus and address now belong to a device with another fingerprint.
-    case addressReused(by: AccessoryDescriptor)
+    indirect case addressReused(by: AccessoryDescriptor)
     /// A new instance was attached on the same port, so this one must have left.
-    case portReplaced(by: AccessoryDescriptor)
+    indirect case portReplaced(by: AccessoryDescriptor)
     /// A USB operation on the device returned NO_DEVICE.
     case noDevice(operation: String)
 

@@ -38,7 +38,7 @@ public struct ConnectionRegistry: Sendable {
     /// links), in one map so that an event hashes its port once or twice, not five times.
     private var ports: [PortKey: PortState] = [:]
     /// How many entries have each serial identity (VID:PID:serial), for cloned serials.
-    private var serialCounts: [PhysicalIdentity: Int] = [:]
+    private var serialCounts: [SerialKey: Int] = [:]
     /// Removals that named no entry, kept until the next reconcile: when the matching add
     /// arrives late (reordered events), it is not admitted.
     private var tombstones: [DeviceRemoval] = []
@@ -46,6 +46,18 @@ public struct ConnectionRegistry: Sendable {
     /// Connections their owner is switching into a new mode: their successor on the port
     /// links to them whatever its IDs.
     private var switching: Set<ConnectionID> = []
+
+    /// A VID:PID:serial identity, hashed as one integer and the serial's bytes.
+    private struct SerialKey: Hashable, Sendable {
+        var vendorProduct: UInt32
+        var serial: String
+
+        init?(_ d: AccessoryDescriptor) {
+            guard let serial = d.serial, !serial.isEmpty, let vendor = d.vendor, let product = d.product else { return nil }
+            vendorProduct = UInt32(vendor) << 16 | UInt32(product)
+            self.serial = serial
+        }
+    }
 
     private struct PortState: Sendable {
         /// The entry on the port.
@@ -100,46 +112,52 @@ public struct ConnectionRegistry: Sendable {
     /// - Parameter isShown: whether an added device is shown; a hidden one gets a hidden ID.
     public mutating func apply(_ event: HotplugEvent, isShown: (AccessoryDescriptor) -> Bool = { _ in true }) -> Update {
         var update = Update()
+        update.suspicion = apply(event, isShown: isShown, into: &update.events)
+        return update
+    }
+
+    /// Applies one monitor event, appending its notifications to `events` (a caller that
+    /// applies many events reuses one array), and returns the suspicion it raised, if any.
+    public mutating func apply(
+        _ event: HotplugEvent, isShown: (AccessoryDescriptor) -> Bool = { _ in true }, into events: inout [AccessoryEvent]
+    ) -> Suspicion? {
         switch event {
         case .added(let d):
-            update.events = add(d, shown: isShown(d))
+            add(d, shown: isShown(d), into: &events)
         case .removed(let r):
-            if let ev = remove(r) {
-                update.events = [ev]
-            } else {
+            if !remove(r, into: &events) {
                 if tombstones.count == Self.maxTombstones { tombstones.removeFirst() }
                 tombstones.append(r)
                 isSuspect = true
-                update.suspicion = .unknownDevice(r)
+                return .unknownDevice(r)
             }
         case .snapshot(let devices):
-            update.events = Reconciler().reconcile(&self, against: devices, isShown: isShown).events
+            events.append(contentsOf: Reconciler().reconcile(&self, against: devices, isShown: isShown).events)
         case .sleep:
             break
         case .wake:
             isSuspect = true
-            update.suspicion = .wake
+            return .wake
         case .overflow:
             isSuspect = true
-            update.suspicion = .overflow
+            return .overflow
         }
-        return update
+        return nil
     }
 
-    private mutating func add(_ d: AccessoryDescriptor, shown: Bool) -> [AccessoryEvent] {
-        if d.address != nil, let i = tombstones.firstIndex(where: { $0.address != nil && $0.names(d) }) {
+    private mutating func add(_ d: AccessoryDescriptor, shown: Bool, into events: inout [AccessoryEvent]) {
+        if !tombstones.isEmpty, d.address != nil, let i = tombstones.firstIndex(where: { $0.address != nil && $0.names(d) }) {
             // Its removal came first (reordered events): the instance is already gone, and
             // nothing else may be evicted for it. Only an exact bus and address says so; a
             // port alone is reused by every re-plug.
             tombstones.remove(at: i)
-            return []
+            return
         }
-        var events: [AccessoryEvent] = []
         if let key = d.key, let id = byKey[key], let old = entries[id] {
             if old.descriptor.isSameInstance(as: d) {
                 // A duplicated add: the same instance again. Learn what it adds, emit nothing.
                 entries[id]?.descriptor.fillGaps(from: d)
-                return []
+                return
             }
             events.append(evict(id, reason: .ghostEvicted(.addressReused(by: d)))!)
         }
@@ -147,18 +165,19 @@ public struct ConnectionRegistry: Sendable {
             events.append(evict(id, reason: .ghostEvicted(.portReplaced(by: d)))!)
         }
         events.append(.connected(admit(d, shown: shown)))
-        return events
     }
 
-    private mutating func remove(_ r: DeviceRemoval) -> AccessoryEvent? {
+    /// Disconnects the entry `r` names as `unplugged`; `false` if it names none.
+    private mutating func remove(_ r: DeviceRemoval, into events: inout [AccessoryEvent]) -> Bool {
         let id: ConnectionID?
         if let address = r.address {
             id = byKey[DeviceKey(bus: r.bus, address: address)]
         } else {
             id = ports[PortKey(bus: r.bus, port: r.port!)]?.current
         }
-        guard let id, let entry = entries[id], r.names(entry.descriptor) else { return nil }
-        return evict(id, reason: .unplugged)
+        guard let id, let i = entries.index(forKey: id), r.names(entries.values[i].descriptor) else { return false }
+        events.append(evict(at: i, reason: .unplugged))
+        return true
     }
 
     /// Registers a new instance under a freshly minted ID (a hidden one when not `shown`).
@@ -173,7 +192,7 @@ public struct ConnectionRegistry: Sendable {
         }
         // Cloned serials: another entry with this VID:PID:serial makes the newcomer's
         // identity include its port.
-        let cloned = (serialIdentity(d).flatMap { serialCounts[$0] } ?? 0) > 0
+        let cloned = count(d, +1) > 0
         let (now, window) = (self.now, linkWindow)
         func occupy(_ port: inout PortState) -> ConnectionID? {
             let previous = port.ended.flatMap { Self.continues($0, with: d, now: now, window: window) ? $0.id : nil }
@@ -184,7 +203,6 @@ public struct ConnectionRegistry: Sendable {
         let previous = occupy(&ports[d.portKey, default: PortState()])
         let accessory = Accessory(connectionID: id, descriptor: d, hasClonedSerial: cloned, previousConnectionID: previous)
         entries[id] = accessory
-        count(d, +1)
         if let key = d.key { byKey[key] = id }
         return accessory
     }
@@ -207,10 +225,15 @@ public struct ConnectionRegistry: Sendable {
 
     /// Removes an entry and returns its disconnection, or `nil` if the ID is not registered.
     public mutating func evict(_ id: ConnectionID, reason: DisconnectReason) -> AccessoryEvent? {
-        guard let accessory = entries.removeValue(forKey: id) else { return nil }
+        guard let i = entries.index(forKey: id) else { return nil }
+        return evict(at: i, reason: reason)
+    }
+
+    private mutating func evict(at index: Dictionary<ConnectionID, Accessory>.Index, reason: DisconnectReason) -> AccessoryEvent {
+        let (id, accessory) = entries.remove(at: index)
         let d = accessory.descriptor
         count(d, -1)
-        if let key = d.key, byKey[key] == id { byKey[key] = nil }
+        if let key = d.key, let k = byKey.index(forKey: key), byKey.values[k] == id { byKey.remove(at: k) }
         let switched = !switching.isEmpty && switching.remove(id) != nil
         if reason != .shutdown && ports.count >= portLimit { prunePorts() }
         let ended = reason == .shutdown ? nil : Ended(id: id, descriptor: d, at: now, switched: switched)
@@ -277,17 +300,24 @@ public struct ConnectionRegistry: Sendable {
         if oldKey == nil, let key = merged.key { byKey[key] = id }
     }
 
-    /// The VID:PID:serial identity of a descriptor with a serial.
-    private func serialIdentity(_ d: AccessoryDescriptor) -> PhysicalIdentity? {
-        let identity = d.physicalIdentity
-        if case .serialNumber = identity { return identity }
-        return nil
-    }
-
-    private mutating func count(_ d: AccessoryDescriptor, _ delta: Int) {
-        guard let identity = serialIdentity(d) else { return }
-        let n = (serialCounts[identity] ?? 0) + delta
-        serialCounts[identity] = n > 0 ? n : nil
+    /// Counts `delta` more entries with `d`'s VID:PID:serial (none without a serial), and
+    /// returns how many there were before. One hash of the identity.
+    @discardableResult
+    private mutating func count(_ d: AccessoryDescriptor, _ delta: Int) -> Int {
+        guard let key = SerialKey(d) else { return 0 }
+        if delta > 0 {
+            var before = 0
+            func bump(_ n: inout Int) {
+                before = n
+                n += delta
+            }
+            bump(&serialCounts[key, default: 0])
+            return before
+        }
+        guard let i = serialCounts.index(forKey: key) else { return 0 }
+        let before = serialCounts.values[i]
+        if before + delta > 0 { serialCounts.values[i] = before + delta } else { serialCounts.remove(at: i) }
+        return before
     }
 
     /// Marks the registry as matching the OS truth.

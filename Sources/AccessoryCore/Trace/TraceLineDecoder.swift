@@ -22,13 +22,23 @@ struct TraceLineDecoder {
     private var problem: String?
     /// The index in `devices` of the device object being decoded, for messages.
     private var deviceIndex: Int?
+    /// The reader's table of repeated strings, lent for the line.
+    private var strings = StringTable.empty
 
     private init(_ bytes: UnsafeRawBufferPointer) {
         cursor = JSONCursor(bytes)
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer) throws -> TraceLine {
+        var strings = StringTable.empty
+        return try decode(bytes, strings: &strings)
+    }
+
+    /// Decodes a line, sharing repeated strings through `strings`.
+    static func decode(_ bytes: UnsafeRawBufferPointer, strings: inout StringTable) throws -> TraceLine {
         var d = TraceLineDecoder(bytes)
+        swap(&d.strings, &strings)
+        defer { swap(&d.strings, &strings) }
         d.cursor.skipWhitespace()
         guard let first = d.cursor.peek() else { return .blank }
         guard first == UInt8(ascii: "{") else {
@@ -250,7 +260,8 @@ struct TraceLineDecoder {
             try wrongType(name, "a string")
             return nil
         }
-        return try cursor.parseString()
+        let span = try cursor.scanString()
+        return span.isPlainASCII ? strings.string(cursor.raw(span)) : try cursor.decode(span)
     }
 
     private mutating func hex4(_ name: String) throws -> UInt16? {

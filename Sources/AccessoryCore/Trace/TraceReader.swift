@@ -30,6 +30,8 @@ public struct TraceReader: ~Copyable, Sendable {
     private var lastT = 0.0
     private var lastTLine = 0
     private var pending: TraceRecord?
+    /// Repeated strings, decoded once.
+    private var strings = StringTable()
 
     /// Opens the trace at `path`.
     /// - Throws: ``TraceError`` if the file cannot be opened or its first line is invalid.
@@ -120,7 +122,7 @@ public struct TraceReader: ~Copyable, Sendable {
             let line: TraceLine
             do {
                 line = try lines.buffer.withUnsafeBytes { raw in
-                    try TraceLineDecoder.decode(UnsafeRawBufferPointer(rebasing: raw[lineStart..<lineEnd]))
+                    try TraceLineDecoder.decode(UnsafeRawBufferPointer(rebasing: raw[lineStart..<lineEnd]), strings: &strings)
                 }
             } catch let error as JSONLineError {
                 if !terminated {

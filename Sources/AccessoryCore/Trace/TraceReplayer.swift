@@ -33,6 +33,20 @@ public struct TraceReplayer: Sendable {
 
     /// Applies one event and returns the notifications it caused, in delivery order.
     public mutating func apply(_ event: HotplugEvent) -> [AccessoryEvent] {
+        var events: [AccessoryEvent] = []
+        apply(event, into: &events)
+        return events
+    }
+
+    /// Applies one record, appending the notifications it caused to `events` in delivery
+    /// order: a replay of millions of records reuses one array.
+    public mutating func apply(_ record: TraceRecord, into events: inout [AccessoryEvent]) {
+        if let time = record.time { registry.now = time }
+        apply(record.event, into: &events)
+    }
+
+    /// Applies one event, appending the notifications it caused to `events`.
+    public mutating func apply(_ event: HotplugEvent, into events: inout [AccessoryEvent]) {
         recordCount += 1
         if case .snapshot(let devices) = event {
             lastSnapshot = devices
@@ -40,7 +54,7 @@ public struct TraceReplayer: Sendable {
         } else if lastSnapshot != nil {
             changedSinceSnapshot = true
         }
-        return registry.apply(event).events
+        _ = registry.apply(event, into: &events)
     }
 
     /// Ends the trace: if events came after the last snapshot, reconciles the registry
@@ -55,8 +69,11 @@ public struct TraceReplayer: Sendable {
     /// notification to `notify` in delivery order.
     /// - Throws: the reader's ``TraceError``, or what `notify` throws.
     public mutating func replay(_ reader: inout TraceReader, notify: (AccessoryEvent) throws -> Void) throws {
+        var events: [AccessoryEvent] = []
         while let record = try reader.next() {
-            for event in apply(record) { try notify(event) }
+            apply(record, into: &events)
+            for event in events { try notify(event) }
+            events.removeAll(keepingCapacity: true)
         }
         for event in finish() { try notify(event) }
     }
