@@ -60,4 +60,14 @@ struct SysfsCacheTests {
         #expect(cache.scan() == scanner.scan(), "from the cache")
         #expect(cache.count == 20)
     }
+
+    @Test("The bus number comes from the kernel's directory name when the device number is known")
+    func busFromName() {
+        #expect(SysfsScanner.busNumber(inName: "3-1.4") == 3)
+        #expect(SysfsScanner.busNumber(inName: "12-1") == 12)
+        #expect(SysfsScanner.busNumber(inName: "usb4") == 4)
+        for name in ["usb", "usbx", "x-1", "-1", "1", "0-1", "usb0"] {
+            #expect(SysfsScanner.busNumber(inName: name) == nil, "\(name)")
+        }
+    }
 }

@@ -42,11 +42,17 @@ final class SysfsCache: Sendable {
     var count: Int { entries.withLock { $0.count } }
 
     private func read(_ name: String) -> Swift.Result<USBDeviceInfo?, SysfsScanner.ReadFailure> {
+        errno = 0
         let number = SysfsFiles.integer(scanner.root + "/" + name + "/devnum", as: Int.self)
+        if number == nil, errno == ENOENT || errno == ENODEV || errno == ENOTDIR {
+            // Gone (a device being removed), or not a device: nothing more to open.
+            entries.withLock { _ = $0.removeValue(forKey: name) }
+            return .success(nil)
+        }
         if let number, let cached = entries.withLock({ $0[name] }), cached.descriptor.address == number {
             return .success(cached)
         }
-        let fresh = scanner.read(name)
+        let fresh = number.map { scanner.read(name, devnum: $0) } ?? scanner.read(name)
         entries.withLock { e in
             if case .success(let info?) = fresh, let configuration = info.configuration, !configuration.interfaces.isEmpty {
                 e[name] = info

@@ -44,16 +44,20 @@ enum SysfsFiles {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < limit {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return nil
+        // Attributes are small: one read into a buffer on the stack, and one exact copy.
+        let complete = withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 1) { chunk -> Bool in
+            while bytes.count < limit {
+                let n = Glibc.read(fd, chunk.baseAddress, chunk.count)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                if n == 0 { break }
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<n]))
             }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[..<n])
+            return true
         }
+        guard complete else { return nil }
         return bytes.count > limit ? Array(bytes[..<limit]) : bytes
     }
 

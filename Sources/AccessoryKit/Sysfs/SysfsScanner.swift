@@ -88,7 +88,11 @@ public struct SysfsScanner: Sendable {
 
     /// Reads one device directory: `nil` when it is gone or not a device, a failure when a
     /// file that should be there could not be read.
-    func read(_ name: String) -> Swift.Result<USBDeviceInfo?, ReadFailure> {
+    ///
+    /// - Parameter devnum: the `devnum` the caller has just read, if it has. The bus number
+    ///   is then taken from the name, as the kernel makes it (`B-…`, `usbB`), and neither
+    ///   attribute is opened again: in a storm every arrival is read.
+    func read(_ name: String, devnum: Int? = nil) -> Swift.Result<USBDeviceInfo?, ReadFailure> {
         let dir = root + "/" + name
         func number(_ attribute: String) -> Swift.Result<Int?, ReadFailure> {
             errno = 0
@@ -98,6 +102,9 @@ public struct SysfsScanner: Sendable {
             if code == 0 || code == ENOENT || code == ENODEV || code == ENOTDIR { return .success(nil) }
             return .failure(ReadFailure(message: "cannot read \(dir)/\(attribute): \(Self.describe(code))"))
         }
+        if let devnum, let bus = Self.busNumber(inName: name) {
+            return .success(device(dir: dir, name: name, bus: bus, address: devnum))
+        }
         let bus: Int, address: Int
         switch (number("busnum"), number("devnum")) {
         case (.failure(let f), _), (_, .failure(let f)): return .failure(f)
@@ -105,6 +112,13 @@ public struct SysfsScanner: Sendable {
         default: return .success(nil)
         }
         return .success(device(dir: dir, name: name, bus: bus, address: address))
+    }
+
+    /// The bus number a device directory's name gives: `3` for `3-1.4` and for `usb3`.
+    static func busNumber(inName name: String) -> Int? {
+        let digits = name.hasPrefix("usb") ? name.dropFirst(3)[...] : name.prefix { $0 != "-" }
+        guard name.hasPrefix("usb") || digits.count < name.count, let bus = Int(digits), bus > 0 else { return nil }
+        return bus
     }
 
     /// `strerror` with the symbolic name, such as `Too many open files (EMFILE)`.
@@ -165,7 +179,9 @@ public struct SysfsScanner: Sendable {
             let number = configuration.interfaces[i].number
             if current[number] == nil {
                 let dir = root + "/" + name + "/" + prefix + ":\(configuration.value).\(number)"
-                let alternate = SysfsFiles.integer(dir + "/bAlternateSetting", as: UInt8.self) ?? 0
+                // An interface with one setting can only be in it: one open fewer.
+                let single = !configuration.interfaces.contains { $0.number == number && $0.alternate != 0 }
+                let alternate = single ? 0 : SysfsFiles.integer(dir + "/bAlternateSetting", as: UInt8.self) ?? 0
                 current[number] = (alternate, SysfsFiles.string(dir + "/interface"))
             }
             if let (alternate, text) = current[number], alternate == configuration.interfaces[i].alternate {
