@@ -170,13 +170,15 @@ public struct ConnectionRegistry: Sendable {
     /// Disconnects the entry `r` names as `unplugged`; `false` if it names none.
     private mutating func remove(_ r: DeviceRemoval, into events: inout [AccessoryEvent]) -> Bool {
         let id: ConnectionID?
+        var keyIndex: Dictionary<DeviceKey, ConnectionID>.Index?
         if let address = r.address {
-            id = byKey[DeviceKey(bus: r.bus, address: address)]
+            keyIndex = byKey.index(forKey: DeviceKey(bus: r.bus, address: address))
+            id = keyIndex.map { byKey.values[$0] }
         } else {
             id = ports[PortKey(bus: r.bus, port: r.port!)]?.current
         }
         guard let id, let i = entries.index(forKey: id), r.names(entries.values[i].descriptor) else { return false }
-        events.append(evict(at: i, reason: .unplugged))
+        events.append(evict(at: i, reason: .unplugged, keyIndex: keyIndex))
         return true
     }
 
@@ -229,11 +231,18 @@ public struct ConnectionRegistry: Sendable {
         return evict(at: i, reason: reason)
     }
 
-    private mutating func evict(at index: Dictionary<ConnectionID, Accessory>.Index, reason: DisconnectReason) -> AccessoryEvent {
+    /// - Parameter keyIndex: where `byKey` holds the entry's bus and address, when the
+    ///   caller has just looked it up (one hash fewer).
+    private mutating func evict(
+        at index: Dictionary<ConnectionID, Accessory>.Index, reason: DisconnectReason,
+        keyIndex: Dictionary<DeviceKey, ConnectionID>.Index? = nil
+    ) -> AccessoryEvent {
         let (id, accessory) = entries.remove(at: index)
         let d = accessory.descriptor
         count(d, -1)
-        if let key = d.key, let k = byKey.index(forKey: key), byKey.values[k] == id { byKey.remove(at: k) }
+        if let key = d.key, let k = keyIndex ?? byKey.index(forKey: key), byKey.keys[k] == key, byKey.values[k] == id {
+            byKey.remove(at: k)
+        }
         let switched = !switching.isEmpty && switching.remove(id) != nil
         if reason != .shutdown && ports.count >= portLimit { prunePorts() }
         let ended = reason == .shutdown ? nil : Ended(id: id, descriptor: d, at: now, switched: switched)

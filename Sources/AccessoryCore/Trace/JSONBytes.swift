@@ -5,18 +5,18 @@ enum JSONBytes {
 
     /// Appends ASCII text verbatim, such as `,"bus":`.
     @inline(__always)
-    static func appendRaw(_ text: StaticString, to out: inout [UInt8]) {
-        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    static func appendRaw(_ text: StaticString, to out: inout some ByteOutput) {
+        out.appendBytes(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Appends a quoted, escaped JSON string.
-    static func appendString(_ s: String, to out: inout [UInt8]) {
+    static func appendString(_ s: String, to out: inout some ByteOutput) {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { utf8 in
             var runStart = 0
             for (i, b) in utf8.enumerated() where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+                out.appendBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart..<i])))
                 runStart = i + 1
                 out.append(UInt8(ascii: "\\"))
                 switch b {
@@ -32,13 +32,13 @@ enum JSONBytes {
                     out.append(hexDigits.utf8Start[Int(b & 0xF)])
                 }
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            out.appendBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[runStart...])))
         }
         out.append(UInt8(ascii: "\""))
     }
 
     /// Appends a decimal integer.
-    static func appendInt(_ value: Int, to out: inout [UInt8]) {
+    static func appendInt(_ value: Int, to out: inout some ByteOutput) {
         if value < 0 {
             out.append(UInt8(ascii: "-"))
             appendUInt(value.magnitude, to: &out)
@@ -47,7 +47,7 @@ enum JSONBytes {
         }
     }
 
-    static func appendUInt(_ value: UInt, to out: inout [UInt8]) {
+    static func appendUInt(_ value: UInt, to out: inout some ByteOutput) {
         if value < 10 {
             out.append(UInt8(truncatingIfNeeded: value) + 48)
             return
@@ -61,13 +61,13 @@ enum JSONBytes {
                 v /= 10
                 n += 1
             }
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[(24 - n)...]))
+            out.appendBytes(UnsafeRawBufferPointer(rebasing: buf[(24 - n)...]))
         }
     }
 
     /// Appends `"xxxx"`: four lowercase hexadecimal digits in quotes.
     @inline(__always)
-    static func appendHex4(_ v: UInt16, to out: inout [UInt8]) {
+    static func appendHex4(_ v: UInt16, to out: inout some ByteOutput) {
         let d = hexDigits.utf8Start
         out.append(UInt8(ascii: "\""))
         out.append(d[Int(v >> 12)])
@@ -78,12 +78,13 @@ enum JSONBytes {
     }
 
     /// Appends seconds compactly, rounded to microseconds: `0`, `2.5`, `0.001234`.
-    static func appendSeconds(_ t: Double, to out: inout [UInt8]) {
+    static func appendSeconds(_ t: Double, to out: inout some ByteOutput) {
         precondition(t.isFinite, "a trace time must be finite")
         let micros = (t * 1_000_000).rounded()
         guard abs(micros) < 9e15 else {
             // Beyond exact microseconds: Swift's shortest round-trip form is valid JSON here.
-            out.append(contentsOf: "\(t)".utf8)
+            var text = "\(t)"
+            text.withUTF8 { out.appendBytes(UnsafeRawBufferPointer($0)) }
             return
         }
         var us = Int64(micros)

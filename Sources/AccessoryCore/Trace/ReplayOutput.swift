@@ -14,6 +14,19 @@ package struct ReplayOutput: Sendable {
 
     /// Appends the line for one notification.
     package mutating func append(_ event: AccessoryEvent) {
+        // Encoded with plain stores into a stack buffer and copied once; an event too long
+        // for it (long strings) is encoded again straight into the array.
+        let done = withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 1) { buffer -> Bool in
+            var scratch = ScratchBytes(buffer)
+            Self.encode(event, to: &scratch)
+            guard !scratch.overflowed else { return false }
+            bytes.append(contentsOf: scratch.written)
+            return true
+        }
+        if !done { Self.encode(event, to: &bytes) }
+    }
+
+    private static func encode(_ event: AccessoryEvent, to bytes: inout some ByteOutput) {
         JSONBytes.appendRaw("{\"notification\":", to: &bytes)
         switch event {
         case .connected(let a):
@@ -78,7 +91,7 @@ package struct ReplayOutput: Sendable {
     }
 
     /// `"connectionID":…,"bus":…,"address":…,"port":…,"vendor":…,"product":…,"serial":…`.
-    private static func appendAccessory(_ a: Accessory, to out: inout [UInt8]) {
+    private static func appendAccessory(_ a: Accessory, to out: inout some ByteOutput) {
         JSONBytes.appendRaw("\"connectionID\":", to: &out)
         JSONBytes.appendUInt(UInt(a.connectionID.rawValue), to: &out)
         out.append(UInt8(ascii: ","))

@@ -1,6 +1,6 @@
 /// Encodes trace lines (header and events) as bytes, for ``TraceWriter``.
 enum TraceEncoding {
-    static func appendHeader(_ header: TraceHeader, to out: inout [UInt8]) {
+    static func appendHeader(_ header: TraceHeader, to out: inout some ByteOutput) {
         JSONBytes.appendRaw("{\"format\":", to: &out)
         JSONBytes.appendString(TraceHeader.format, to: &out)
         JSONBytes.appendRaw(",\"version\":", to: &out)
@@ -17,7 +17,7 @@ enum TraceEncoding {
     }
 
     /// Appends one event line, newline included.
-    static func appendEvent(t: Double, _ event: HotplugEvent, to out: inout [UInt8]) {
+    static func appendEvent(t: Double, _ event: HotplugEvent, to out: inout some ByteOutput) {
         JSONBytes.appendRaw("{\"t\":", to: &out)
         JSONBytes.appendSeconds(t, to: &out)
         switch event {
@@ -54,7 +54,7 @@ enum TraceEncoding {
     /// `"bus":…` through `"protocols":[…]`, leaving out what is unknown; no braces.
     /// The device fields in the contract's order; `details: false` stops after `serial`
     /// (the replay output's notification lines).
-    static func appendDeviceFields(_ d: AccessoryDescriptor, details: Bool = true, to out: inout [UInt8]) {
+    static func appendDeviceFields(_ d: AccessoryDescriptor, details: Bool = true, to out: inout some ByteOutput) {
         JSONBytes.appendRaw("\"bus\":", to: &out)
         JSONBytes.appendInt(d.bus, to: &out)
         if let address = d.address {

@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+@testable import AccessoryCore
+
+@Suite("Encoding through a scratch buffer")
+struct ByteOutputTests {
+    func event(serial: String) -> AccessoryEvent {
+        let d = AccessoryDescriptor(bus: 2, address: 9, port: "2-1.3", vendor: 0x1209, product: 0x0001, serial: serial)
+        return .disconnected(Accessory(connectionID: ConnectionID(rawValue: 77), descriptor: d), .ghostEvicted(.portReplaced(by: d)))
+    }
+
+    @Test("An event too long for the stack buffer is encoded whole, the same as a short one")
+    func longEvent() throws {
+        for serial in ["SN1", String(repeating: "\u{1}\"x", count: 2000), String(repeating: "é", count: 600)] {
+            var output = ReplayOutput()
+            output.append(event(serial: serial))
+            output.append(event(serial: "after"))
+            let lines = output.string.split(separator: "\n")
+            #expect(lines.count == 2)
+            let first = try #require(JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+            #expect(first["serial"] as? String == serial)
+            #expect(first["connectionID"] as? Int == 77)
+            #expect(first["reason"] as? String == "ghost-evicted")
+            let second = try #require(JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+            #expect(second["serial"] as? String == "after")
+        }
+    }
+
+    @Test("Writes past the end of a scratch buffer are dropped and reported")
+    func overflow() {
+        withUnsafeTemporaryAllocation(byteCount: 8, alignment: 1) { buffer in
+            var scratch = ScratchBytes(buffer)
+            JSONBytes.appendRaw("1234567", to: &scratch)
+            #expect(!scratch.overflowed && scratch.count == 7)
+            JSONBytes.appendRaw("89", to: &scratch)
+            #expect(scratch.overflowed && scratch.count == 7)
+            scratch.append(0x38)
+            #expect(scratch.count == 8)
+        }
+    }
+}
