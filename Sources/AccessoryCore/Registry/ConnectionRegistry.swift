@@ -66,9 +66,12 @@ public struct ConnectionRegistry: Sendable {
         var ended: Ended?
     }
 
+    /// What a link needs of a connection that ended: its ID and physical identity.
     private struct Ended: Sendable {
         var id: ConnectionID
-        var descriptor: AccessoryDescriptor
+        var vendor: UInt16?
+        var product: UInt16?
+        var serial: String?
         var at: Duration
         var switched: Bool
     }
@@ -245,7 +248,9 @@ public struct ConnectionRegistry: Sendable {
         }
         let switched = !switching.isEmpty && switching.remove(id) != nil
         if reason != .shutdown && ports.count >= portLimit { prunePorts() }
-        let ended = reason == .shutdown ? nil : Ended(id: id, descriptor: d, at: now, switched: switched)
+        let ended =
+            reason == .shutdown
+            ? nil : Ended(id: id, vendor: d.vendor, product: d.product, serial: d.serial, at: now, switched: switched)
         func end(_ port: inout PortState) {
             if port.current == id { port.current = nil }
             if let ended { port.ended = ended }
@@ -275,20 +280,19 @@ public struct ConnectionRegistry: Sendable {
     /// Whether `new` is the phone `old` in Android Open Accessory mode: 18d1:2d00–2d05 with
     /// the phone's serial. Phones keep their serial across the switch, so it is the same
     /// physical accessory even when another process made the switch.
-    static func isAccessoryMode(of old: AccessoryDescriptor, _ new: AccessoryDescriptor) -> Bool {
+    private static func isAccessoryMode(ofSerial old: String?, _ new: AccessoryDescriptor) -> Bool {
         guard new.vendor == 0x18d1, let product = new.product, (0x2d00...0x2d05).contains(product),
             let serial = new.serial, !serial.isEmpty
         else { return false }
-        return old.serial == serial
+        return old == serial
     }
 
     /// Whether a new instance `d` on the port where `last` ended continues that shown
     /// connection.
     private static func continues(_ last: Ended, with d: AccessoryDescriptor, now: Duration, window: Duration) -> Bool {
         guard !last.id.isHidden, now - last.at <= window, now >= last.at else { return false }
-        let old = last.descriptor
-        let same = agree(old.vendor, d.vendor) && agree(old.product, d.product) && agree(old.serial, d.serial)
-        return same || last.switched || isAccessoryMode(of: old, d)
+        let same = agree(last.vendor, d.vendor) && agree(last.product, d.product) && agree(last.serial, d.serial)
+        return same || last.switched || isAccessoryMode(ofSerial: last.serial, d)
     }
 
     /// Disconnects everything with reason `shutdown`, in ID order.

@@ -330,13 +330,14 @@ struct TraceLineDecoder {
     // MARK: Building
 
     private mutating func descriptor(_ f: Fields, in event: String?) -> AccessoryDescriptor? {
-        let suffix = event.map { " in \($0) event" } ?? ""
+        // Only a missing field builds the message: this runs for every device of every line.
+        func suffix() -> String { event.map { " in \($0) event" } ?? "" }
         guard let bus = f.bus else {
-            report("missing required field 'bus'\(suffix)")
+            report("missing required field 'bus'\(suffix())")
             return nil
         }
         guard let port = f.port else {
-            report("missing required field 'port'\(suffix)")
+            report("missing required field 'port'\(suffix())")
             return nil
         }
         return AccessoryDescriptor(
