@@ -101,7 +101,7 @@ public struct Doctor: Sendable {
         for dir in rulesDirectories {
             for name in (SysfsFiles.list(dir) ?? []).sorted() where name.hasSuffix(".rules") && seen.insert(name).inserted {
                 let path = dir + "/" + name
-                guard let bytes = SysfsFiles.read(path, limit: 1 << 20) else { continue }
+                guard let bytes = SysfsFiles.read(path, limit: 1 << 20, untilEndOfFile: true) else { continue }
                 do {
                     files.append(RuleFile(path: path, rules: try UdevRulesParser().parse(String(decoding: bytes, as: UTF8.self))))
                 } catch {

@@ -39,7 +39,9 @@ enum SysfsFiles {
     }
 
     /// A file's bytes, up to `limit`; `nil` when it cannot be opened or read.
-    static func read(_ path: String, limit: Int = 1 << 16) -> [UInt8]? {
+    /// - Parameter untilEndOfFile: read until a read returns nothing, for a file that is not
+    ///   a sysfs attribute.
+    static func read(_ path: String, limit: Int = 1 << 16, untilEndOfFile: Bool = false) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -54,6 +56,9 @@ enum SysfsFiles {
                 }
                 if n == 0 { break }
                 bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<n]))
+                // A sysfs attribute comes whole from its first read: a short read is the end,
+                // and asking again for the end-of-file would double the system calls.
+                if n < chunk.count && !untilEndOfFile { break }
             }
             return true
         }
