@@ -33,7 +33,7 @@ public struct ConnectionRegistry: Sendable {
     private var nextID: UInt64 = 1
     private var nextHiddenID: UInt64 = ConnectionID.hiddenBase
     private var entries: [ConnectionID: Accessory] = [:]
-    private var byKey: [DeviceKey: ConnectionID] = [:]
+    private var byKey = AddressTable()
     /// Each port's entry and the last connection that ended on it (for re-enumeration
     /// links), in one map so that an event hashes its port once or twice, not five times.
     private var ports: [PortKey: PortState] = [:]
@@ -173,15 +173,13 @@ public struct ConnectionRegistry: Sendable {
     /// Disconnects the entry `r` names as `unplugged`; `false` if it names none.
     private mutating func remove(_ r: DeviceRemoval, into events: inout [AccessoryEvent]) -> Bool {
         let id: ConnectionID?
-        var keyIndex: Dictionary<DeviceKey, ConnectionID>.Index?
         if let address = r.address {
-            keyIndex = byKey.index(forKey: DeviceKey(bus: r.bus, address: address))
-            id = keyIndex.map { byKey.values[$0] }
+            id = byKey[DeviceKey(bus: r.bus, address: address)]
         } else {
             id = ports[PortKey(bus: r.bus, port: r.port!)]?.current
         }
         guard let id, let i = entries.index(forKey: id), r.names(entries.values[i].descriptor) else { return false }
-        events.append(evict(at: i, reason: .unplugged, keyIndex: keyIndex))
+        events.append(evict(at: i, reason: .unplugged))
         return true
     }
 
@@ -234,18 +232,11 @@ public struct ConnectionRegistry: Sendable {
         return evict(at: i, reason: reason)
     }
 
-    /// - Parameter keyIndex: where `byKey` holds the entry's bus and address, when the
-    ///   caller has just looked it up (one hash fewer).
-    private mutating func evict(
-        at index: Dictionary<ConnectionID, Accessory>.Index, reason: DisconnectReason,
-        keyIndex: Dictionary<DeviceKey, ConnectionID>.Index? = nil
-    ) -> AccessoryEvent {
+    private mutating func evict(at index: Dictionary<ConnectionID, Accessory>.Index, reason: DisconnectReason) -> AccessoryEvent {
         let (id, accessory) = entries.remove(at: index)
         let d = accessory.descriptor
         count(d, -1)
-        if let key = d.key, let k = keyIndex ?? byKey.index(forKey: key), byKey.keys[k] == key, byKey.values[k] == id {
-            byKey.remove(at: k)
-        }
+        if let key = d.key { byKey.remove(key, ifItIs: id) }
         let switched = !switching.isEmpty && switching.remove(id) != nil
         if reason != .shutdown && ports.count >= portLimit { prunePorts() }
         let ended =
