@@ -24,6 +24,26 @@ struct ManagerPolicyTests {
         }
     }
 
+    @Test("A stale arrival's LEFT leaves nothing behind: the next instance to get its address is connected by its own event")
+    func staleArrivalLeavesNoTombstone() async throws {
+        let usb = SimulatedUSB()
+        let old = await usb.plug(Self.sn1)
+        let live = await usb.replug(old, silently: true)
+        try await withAccessoryManager(usb: usb) { manager in
+            await usb.send(.arrival, for: old)    // skipped: a newer instance holds the port
+            await usb.send(.removal, for: old)    // expected, not a removal the registry missed
+            // A storm on one port: addresses come round again (2…127), so a later instance
+            // gets the stale one's address.
+            var next = live
+            for _ in 0..<200 where next.address != old.address { next = await usb.replug(next, silently: true) }
+            try #require(next.address == old.address)
+            await usb.send(.removal, for: live)
+            await usb.send(.arrival, for: next)
+            // No time passes: no reconcile has run, so only the events can have done this.
+            #expect(await manager.connectedAccessories.map(\.descriptor.address) == [next.address])
+        }
+    }
+
     @Test("Duplicated arrivals and removals of unknown devices converge on the truth")
     func duplicatesConverge() async throws {
         let usb = SimulatedUSB()
