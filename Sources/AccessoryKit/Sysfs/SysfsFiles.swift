@@ -38,11 +38,21 @@ enum SysfsFiles {
         access(path, F_OK) == 0
     }
 
+    /// Opens a directory for reading the files in it by relative path (`at:` below): one
+    /// path lookup for the directory, not one per file. `nil` when it cannot be opened.
+    static func openDirectory(_ path: String) -> Int32? {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        return fd >= 0 ? fd : nil
+    }
+
     /// A file's bytes, up to `limit`; `nil` when it cannot be opened or read.
-    /// - Parameter untilEndOfFile: read until a read returns nothing, for a file that is not
-    ///   a sysfs attribute.
-    static func read(_ path: String, limit: Int = 1 << 16, untilEndOfFile: Bool = false) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// - Parameters:
+    ///   - directory: a descriptor from ``openDirectory(_:)`` that a relative `path` is
+    ///     taken from; by default the working directory.
+    ///   - untilEndOfFile: read until a read returns nothing, for a file that is not a sysfs
+    ///     attribute.
+    static func read(_ path: String, at directory: Int32 = AT_FDCWD, limit: Int = 1 << 16, untilEndOfFile: Bool = false) -> [UInt8]? {
+        let fd = openat(directory, path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes: [UInt8] = []
@@ -68,15 +78,15 @@ enum SysfsFiles {
 
     /// A text attribute exactly as the kernel wrote it: UTF-8 with U+FFFD for invalid bytes,
     /// minus exactly one trailing newline and nothing else.
-    static func string(_ path: String) -> String? {
-        guard var bytes = read(path) else { return nil }
+    static func string(_ path: String, at directory: Int32 = AT_FDCWD) -> String? {
+        guard var bytes = read(path, at: directory) else { return nil }
         if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A numeric attribute, with surrounding whitespace ignored.
-    static func integer<T: FixedWidthInteger>(_ path: String, radix: Int = 10, as: T.Type = T.self) -> T? {
-        guard let text = string(path) else { return nil }
+    static func integer<T: FixedWidthInteger>(_ path: String, at directory: Int32 = AT_FDCWD, radix: Int = 10, as: T.Type = T.self) -> T? {
+        guard let text = string(path, at: directory) else { return nil }
         return T(text.trimmingSpaces, radix: radix)
     }
 }
