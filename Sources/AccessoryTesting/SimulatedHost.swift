@@ -21,7 +21,7 @@ final class SimulatedHost: USBHost {
         system.device(named: port)?.info
     }
 
-    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? {
+    func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? {
         let (id, notices) = system.subscribe()
         subscription.withLock { $0 = id }
         return notices

@@ -16,7 +16,7 @@ final class SimulatedSystem: Sendable {
     }
 
     private struct Subscriber {
-        var continuation: AsyncStream<HotplugNotice>.Continuation
+        var notices: HotplugNoticeQueue
         var pending: Int
     }
 
@@ -339,19 +339,19 @@ final class SimulatedSystem: Sendable {
     // MARK: Hotplug
 
     /// A new subscriber's notices.
-    func subscribe() -> (id: UInt64, notices: AsyncStream<HotplugNotice>) {
-        let (stream, continuation) = AsyncStream.makeStream(of: HotplugNotice.self, bufferingPolicy: .unbounded)
+    func subscribe() -> (id: UInt64, notices: HotplugNoticeQueue) {
+        let notices = HotplugNoticeQueue()
         let id = state.withLock { s in
             defer { s.nextID += 1 }
-            s.subscribers[s.nextID] = Subscriber(continuation: continuation, pending: 0)
+            s.subscribers[s.nextID] = Subscriber(notices: notices, pending: 0)
             return s.nextID
         }
-        return (id, stream)
+        return (id, notices)
     }
 
     func unsubscribe(_ id: UInt64) {
         let (subscriber, waiters) = state.withLock { s in (s.subscribers.removeValue(forKey: id), Self.takeWaitersIfIdle(&s)) }
-        subscriber?.continuation.finish()
+        subscriber?.notices.finish()
         for w in waiters { w.resume() }
     }
 
@@ -360,7 +360,7 @@ final class SimulatedSystem: Sendable {
         state.withLock { s in
             for id in s.subscribers.keys {
                 s.subscribers[id]!.pending += 1
-                s.subscribers[id]!.continuation.yield(notice)
+                s.subscribers[id]!.notices.yield(notice)
             }
         }
     }

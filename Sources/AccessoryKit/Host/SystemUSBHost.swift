@@ -25,7 +25,7 @@ struct SystemUSBHost: USBHost {
 
     func device(named port: String) -> USBDeviceInfo? { sysfs.device(named: port) }
 
-    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? {
+    func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? {
         try backend?.startMonitoring()
     }
 

@@ -15,7 +15,7 @@ package protocol USBHost: Sendable {
     /// Subscribes to hotplug and starts event handling.
     /// - Returns: the notices, or `nil` when this host has no hotplug (the manager then
     ///   relies on its periodic reconcile).
-    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>?
+    func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue?
 
     /// Stops event handling and hotplug delivery, and finishes the notices. Returns only
     /// once no callback can run any more. Idempotent.

@@ -22,7 +22,7 @@ final class LibUSBBackend: Sendable {
 
     var version: String { context.version }
 
-    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? {
+    func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? {
         var registration: LibUSBHotplug?
         if context.hasHotplug {
             let h = try LibUSBHotplug(context: context)

@@ -3,15 +3,15 @@ import AccessoryCore
 import Synchronization
 
 /// A hotplug callback registration on a context. Notices arrive on ``notices``, an
-/// unbounded stream, so the event thread never waits for a consumer.
+/// unbounded queue, so the event thread never waits for a consumer.
 ///
 /// The C callback only copies the device's cached facts into a ``HotplugNotice`` and yields
 /// it: no I/O, no call into libusb beyond cached getters, no user code.
 final class LibUSBHotplug: Sendable {
     /// The receiving end of the callback. Retained by the registration while libusb may call it.
     private final class Sink: Sendable {
-        let continuation: AsyncStream<HotplugNotice>.Continuation
-        init(_ continuation: AsyncStream<HotplugNotice>.Continuation) { self.continuation = continuation }
+        let notices: HotplugNoticeQueue
+        init(_ notices: HotplugNoticeQueue) { self.notices = notices }
     }
 
     private struct Registration: Sendable {
@@ -21,16 +21,14 @@ final class LibUSBHotplug: Sendable {
     }
 
     let context: LibUSBContext
-    let notices: AsyncStream<HotplugNotice>
-    private let continuation: AsyncStream<HotplugNotice>.Continuation
+    let notices = HotplugNoticeQueue()
     private let registration = Mutex<Registration?>(nil)
 
     /// Registers for ARRIVED and LEFT of every device. Devices already present are not
     /// reported (no ENUMERATE flag): subscribe first, then take a snapshot.
     init(context: LibUSBContext) throws(AccessoryError) {
         self.context = context
-        (notices, continuation) = AsyncStream.makeStream(of: HotplugNotice.self, bufferingPolicy: .unbounded)
-        let sink = Unmanaged.passRetained(Sink(continuation))
+        let sink = Unmanaged.passRetained(Sink(notices))
         var handle: libusb_hotplug_callback_handle = 0
         let events = Int32(LIBUSB_HOTPLUG_EVENT_DEVICE_ARRIVED.rawValue | LIBUSB_HOTPLUG_EVENT_DEVICE_LEFT.rawValue)
         let status = context.withUnsafeContext { ctx in
@@ -43,13 +41,13 @@ final class LibUSBHotplug: Sendable {
                     else { return 0 }
                     let sink = Unmanaged<Sink>.fromOpaque(userData).takeUnretainedValue()
                     let kind: HotplugNotice.Kind = event == LIBUSB_HOTPLUG_EVENT_DEVICE_ARRIVED ? .arrived : .left
-                    sink.continuation.yield(HotplugNotice(kind: kind, device: record))
+                    sink.notices.yield(HotplugNotice(kind: kind, device: record))
                     return 0
                 }, sink.toOpaque(), &handle)
         }
         guard status == 0 else {
             sink.release()
-            continuation.finish()
+            notices.finish()
             throw LibUSB.error(status, operation: "libusb_hotplug_register_callback")
         }
         registration.withLock { $0 = Registration(handle: handle, sink: UInt(bitPattern: sink.toOpaque())) }
@@ -70,6 +68,6 @@ final class LibUSBHotplug: Sendable {
         if let pointer = UnsafeMutableRawPointer(bitPattern: r.sink) {
             Unmanaged<Sink>.fromOpaque(pointer).release()
         }
-        continuation.finish()
+        notices.finish()
     }
 }

@@ -163,10 +163,13 @@ public actor AccessoryManager {
             "started: \(connectedAccessories.count) accessories, hotplug \(notices != nil ? "on" : "off"), libusb \(libusbVersion ?? "unavailable")")
         if let notices {
             monitorTask = Task { [weak self] in
-                for await notice in notices {
-                    guard let self else { return }
-                    await self.handle(notice)
-                    self.host.didHandle(notice)
+                // A batch is everything that queued while the last one was handled: in a
+                // storm, one wake-up and one hop onto the actor for many notices.
+                while true {
+                    let batch = await notices.next()
+                    guard !batch.isEmpty, let self else { return }
+                    await self.handle(batch)
+                    for notice in batch { self.host.didHandle(notice) }
                 }
             }
         }
@@ -377,6 +380,10 @@ public actor AccessoryManager {
 
     private func unsubscribe(_ id: UInt64) {
         subscribers[id] = nil
+    }
+
+    private func handle(_ notices: [HotplugNotice]) {
+        for notice in notices { handle(notice) }
     }
 
     private func handle(_ notice: HotplugNotice) {

@@ -83,7 +83,7 @@ final class FakeHost: USBHost {
     private struct State {
         var scanner: SysfsScanner
         var clocks = FakeUptime()
-        var continuation: AsyncStream<HotplugNotice>.Continuation?
+        var notices: HotplugNoticeQueue?
         var pending = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -115,18 +115,18 @@ final class FakeHost: USBHost {
 
     var drivesTime: Bool { true }
 
-    func startMonitoring() throws(AccessoryError) -> AsyncStream<HotplugNotice>? {
-        let (stream, continuation) = AsyncStream.makeStream(of: HotplugNotice.self, bufferingPolicy: .unbounded)
-        state.withLock { $0.continuation = continuation }
-        return stream
+    func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? {
+        let notices = HotplugNoticeQueue()
+        state.withLock { $0.notices = notices }
+        return notices
     }
 
     func stopMonitoring() {
-        let (continuation, waiters) = state.withLock { s in
+        let (notices, waiters) = state.withLock { s in
             defer { s = State(scanner: s.scanner, clocks: s.clocks) }
-            return (s.continuation, s.waiters)
+            return (s.notices, s.waiters)
         }
-        continuation?.finish()
+        notices?.finish()
         for w in waiters { w.resume() }
     }
 
@@ -152,7 +152,7 @@ final class FakeHost: USBHost {
             product: product, bcdDevice: 0x0100, manufacturerIndex: 1, productIndex: 2, serialNumberIndex: 3,
             configurationCount: 1)
         let sent = state.withLock { s in
-            guard let c = s.continuation else { return false }
+            guard let c = s.notices else { return false }
             s.pending += 1
             c.yield(HotplugNotice(kind: kind, device: USBDeviceRecord(bus: bus, address: address, portNumbers: ports, device: device)))
             return true

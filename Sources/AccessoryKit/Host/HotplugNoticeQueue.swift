@@ -1,0 +1,73 @@
+import Synchronization
+
+/// The hotplug notices a host hands its manager: unbounded, so the producer (libusb's event
+/// thread) never waits, and drained whole, so a consumer that falls behind in a storm takes
+/// everything queued in one wake-up instead of one per notice.
+///
+/// One consumer at a time. Not an `AsyncStream`: that one is generic code the optimizer
+/// cannot specialize across the standard library's boundary, and a storm paid for its
+/// metadata lookups and per-element wake-ups on every notice.
+package final class HotplugNoticeQueue: Sendable {
+    private struct State {
+        var queued: [HotplugNotice] = []
+        /// The consumer, waiting while nothing is queued.
+        var waiter: CheckedContinuation<[HotplugNotice], Never>?
+        var isFinished = false
+    }
+
+    private let state = Mutex(State())
+
+    package init() {}
+
+    /// Queues a notice, or hands it straight to a waiting consumer; never waits. Does
+    /// nothing once the queue is finished.
+    package func yield(_ notice: HotplugNotice) {
+        let waiter = state.withLock { s -> CheckedContinuation<[HotplugNotice], Never>? in
+            guard !s.isFinished else { return nil }
+            // A consumer waits only while nothing is queued, so this notice is all there is.
+            if let w = s.waiter {
+                s.waiter = nil
+                return w
+            }
+            s.queued.append(notice)
+            return nil
+        }
+        waiter?.resume(returning: [notice])
+    }
+
+    /// Ends the queue: the consumer gets what is still queued, then an empty batch.
+    package func finish() {
+        let waiter = state.withLock { s -> CheckedContinuation<[HotplugNotice], Never>? in
+            s.isFinished = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: [])
+    }
+
+    /// Every notice queued, in order, waiting until there is at least one.
+    /// - Returns: an empty batch once the queue is finished and drained, or when the
+    ///   calling task is cancelled.
+    package func next() async -> [HotplugNotice] {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<[HotplugNotice], Never>) in
+                let ready = state.withLock { s -> [HotplugNotice]? in
+                    if !s.queued.isEmpty {
+                        defer { s.queued = [] }
+                        return s.queued
+                    }
+                    if s.isFinished || Task.isCancelled { return [] }
+                    s.waiter = c
+                    return nil
+                }
+                if let ready { c.resume(returning: ready) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s -> CheckedContinuation<[HotplugNotice], Never>? in
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume(returning: [])
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import AccessoryCore
+import Testing
+@testable import AccessoryKit
+
+/// The queue between libusb's event thread and the manager: order, batches, the end.
+@Suite("HotplugNoticeQueue")
+struct HotplugNoticeQueueTests {
+    static func notice(_ address: Int, _ kind: HotplugNotice.Kind = .arrived) -> HotplugNotice {
+        let device = USBDeviceDescriptor(
+            bcdUSB: 0x0200, deviceClass: 0, deviceSubclass: 0, deviceProtocol: 0, maxPacketSize0: 64, vendor: 0x1209,
+            product: 0x0001, bcdDevice: 0x0100, manufacturerIndex: 0, productIndex: 0, serialNumberIndex: 0,
+            configurationCount: 1)
+        return HotplugNotice(kind: kind, device: USBDeviceRecord(bus: 1, address: address, portNumbers: [1], device: device))
+    }
+
+    @Test("Notices queued while nobody waits come out as one batch, in order")
+    func batches() async {
+        let queue = HotplugNoticeQueue()
+        for a in 2...6 { queue.yield(Self.notice(a, a.isMultiple(of: 2) ? .arrived : .left)) }
+        let batch = await queue.next()
+        #expect(batch.map(\.descriptor.address) == [2, 3, 4, 5, 6])
+        #expect(batch.map(\.kind) == [.arrived, .left, .arrived, .left, .arrived])
+        queue.yield(Self.notice(7))
+        #expect(await queue.next().map(\.descriptor.address) == [7])
+    }
+
+    @Test("A waiting consumer gets the next notice; many producers lose none and reorder none of one producer's")
+    func concurrentProducers() async {
+        let queue = HotplugNoticeQueue()
+        let producers = 4, each = 2_000
+        let consumer = Task { () -> [Int] in
+            var seen: [Int] = []
+            while seen.count < producers * each {
+                let batch = await queue.next()
+                if batch.isEmpty { break }
+                seen += batch.map { $0.descriptor.address ?? -1 }
+            }
+            return seen
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for p in 0..<producers {
+                group.addTask { for i in 0..<each { queue.yield(Self.notice(p * 100_000 + i)) } }
+            }
+        }
+        let seen = await consumer.value
+        #expect(seen.count == producers * each)
+        for p in 0..<producers {
+            let mine = seen.filter { $0 / 100_000 == p }
+            #expect(mine == Array(p * 100_000..<p * 100_000 + each), "producer \(p)'s notices in order")
+        }
+    }
+
+    @Test("finish hands over what is queued, then ends; later notices are dropped")
+    func finish() async {
+        let queue = HotplugNoticeQueue()
+        queue.yield(Self.notice(2))
+        queue.finish()
+        queue.yield(Self.notice(3))
+        #expect(await queue.next().map(\.descriptor.address) == [2])
+        #expect(await queue.next().isEmpty)
+        #expect(await queue.next().isEmpty, "and stays ended")
+    }
+
+    @Test("finish wakes a waiting consumer, and cancelling one ends its wait")
+    func wakeUps() async {
+        let queue = HotplugNoticeQueue()
+        let waiting = Task { await queue.next() }
+        try? await Task.sleep(for: .milliseconds(20))
+        queue.finish()
+        #expect(await waiting.value.isEmpty)
+
+        let other = HotplugNoticeQueue()
+        let cancelled = Task { await other.next() }
+        try? await Task.sleep(for: .milliseconds(20))
+        cancelled.cancel()
+        #expect(await cancelled.value.isEmpty)
+        other.yield(Self.notice(9))
+        #expect(await other.next().map(\.descriptor.address) == [9], "the queue itself still works")
+    }
+}
