@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The hotplug notices a host hands its manager: unbounded, so the producer (libusb's event
 /// thread) never waits, and drained whole, so a consumer that falls behind in a storm takes
 /// everything queued in one wake-up instead of one per notice.
@@ -8,14 +6,17 @@ import Synchronization
 /// cannot specialize across the standard library's boundary, and a storm paid for its
 /// metadata lookups and per-element wake-ups on every notice.
 package final class HotplugNoticeQueue: Sendable {
-    private struct State {
+    private struct State: Sendable {
         var queued: [HotplugNotice] = []
         /// The consumer, waiting while nothing is queued.
         var waiter: CheckedContinuation<[HotplugNotice], Never>?
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    /// A pthread mutex (``Locked``), not `Mutex`: the manager's suites run under
+    /// ThreadSanitizer, which cannot see `Mutex`'s hand-over in the kernel and reported a
+    /// race here that the lock does prevent.
+    private let state = Locked(State())
 
     package init() {}
 
