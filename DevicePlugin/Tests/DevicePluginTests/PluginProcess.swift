@@ -2,9 +2,7 @@ import Foundation
 
 /// The `accessory-device-plugin` under test, as a child process (it inherits the
 /// simulator's environment), and the simulator's `ctl`.
-final class PluginProcess: @unchecked Sendable {
-    // @unchecked: `process` and the log handle are set in init and only read after; Process
-    // itself is thread-safe for isRunning, terminationStatus and processIdentifier.
+final class PluginProcess: Sendable {
     let process = Process()
     let logURL: URL
 
