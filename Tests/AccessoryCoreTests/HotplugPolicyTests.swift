@@ -119,4 +119,28 @@ struct HotplugPolicyTests {
         #expect(HotplugPolicy.judge(arrival: Self.d(5), livePort: Self.d(9, product: 0x0002)) == .unconfirmed)
         #expect(HotplugPolicy.judge(arrival: Self.d(5), livePort: nil) == .unconfirmed)
     }
+
+    @Test("A skipped arrival's LEFT is awaited once, until a live instance takes the address; the memory is bounded")
+    func skippedArrivals() {
+        var policy = HotplugPolicy()
+        let r1 = policy.isLeftOfSkippedArrival(Self.d(5))
+        #expect(!r1, "nothing skipped: an unknown LEFT stays suspicious")
+        policy.skipped(Self.d(5))
+        let r2 = policy.isLeftOfSkippedArrival(Self.d(6))
+        #expect(!r2)
+        let r3 = policy.isLeftOfSkippedArrival(Self.d(5))
+        #expect(r3)
+        let r4 = policy.isLeftOfSkippedArrival(Self.d(5))
+        #expect(!r4, "awaited once")
+        policy.skipped(Self.d(7))
+        policy.arrived(Self.d(7))
+        let r5 = policy.isLeftOfSkippedArrival(Self.d(7))
+        #expect(!r5, "a live instance at the address ends the wait")
+        for a in 0..<HotplugPolicy.skippedArrivalLimit { policy.skipped(AccessoryDescriptor(bus: 2, address: a, port: "2-1")) }
+        policy.skipped(Self.d(8))
+        let r6 = policy.isLeftOfSkippedArrival(AccessoryDescriptor(bus: 2, address: 0, port: "2-1"))
+        #expect(!r6, "past the limit, what was remembered is forgotten")
+        let r7 = policy.isLeftOfSkippedArrival(Self.d(8))
+        #expect(r7)
+    }
 }

@@ -33,6 +33,11 @@ public struct HotplugPolicy: Sendable {
     private var absentSince: [ConnectionID: Duration] = [:]
     /// Entries a transfer found gone (NO_DEVICE), with the operation and when.
     public private(set) var suspects: [ConnectionID: (operation: String, since: Duration)] = [:]
+    /// Addresses of arrivals skipped as stale, whose LEFT events are still to come.
+    private var skippedArrivals: Set<DeviceKey> = []
+    /// At most this many skipped arrivals are remembered: a backlog that long is
+    /// overflow-like, and one forgotten only costs the full scan its LEFT then asks for.
+    static let skippedArrivalLimit = 1024
 
     public init(includeHubs: Bool = false, supportedProtocols: Set<String>? = nil) {
         self.includeHubs = includeHubs
@@ -58,9 +63,12 @@ public struct HotplugPolicy: Sendable {
 
     /// An ARRIVED event says a new instance holds this address now: a mark on it, left by an
     /// earlier instance's late LEFT event, must not hide the newcomer (after an address wrap,
-    /// the two can look the same in sysfs).
+    /// the two can look the same in sysfs), and an older skipped arrival's LEFT is no longer
+    /// awaited there.
     public mutating func arrived(_ descriptor: AccessoryDescriptor) {
-        if let key = descriptor.key { deadInstances[key] = nil }
+        guard let key = descriptor.key else { return }
+        deadInstances[key] = nil
+        if !skippedArrivals.isEmpty { skippedArrivals.remove(key) }
     }
 
     /// Forgets every mark and every wait: the truth at hand is authoritative (a trace's
@@ -200,6 +208,22 @@ public struct HotplugPolicy: Sendable {
         case stale
         /// The truth says nothing either way: apply what the event says.
         case unconfirmed
+    }
+
+    /// The manager skipped this arrival as ``Arrival/stale``: the registry never holds it.
+    public mutating func skipped(_ arrival: AccessoryDescriptor) {
+        guard let key = arrival.key else { return }
+        if skippedArrivals.count >= Self.skippedArrivalLimit { skippedArrivals.removeAll() }
+        skippedArrivals.insert(key)
+    }
+
+    /// Whether a LEFT event for an instance the registry does not hold is that of a skipped
+    /// arrival, and stops awaiting it. Such a LEFT removes nothing, must leave no mark of a
+    /// reordering behind (that would drop the next instance given the address), and is no
+    /// sign that the registry is out of step.
+    public mutating func isLeftOfSkippedArrival(_ left: AccessoryDescriptor) -> Bool {
+        guard !skippedArrivals.isEmpty, let key = left.key else { return false }
+        return skippedArrivals.remove(key) != nil
     }
 
     /// Judges an arrival against the truth's device on its port, if any.

@@ -113,10 +113,6 @@ public actor AccessoryManager {
     /// Set when something may have changed that no event named (a suspicion, a port libusb
     /// could not name exactly): the next reconcile scans everything.
     private var needsFullScan = false
-    /// Arrivals skipped as stale (a newer instance held the port): their LEFT events are
-    /// expected, and finding no entry for them is no reason to suspect the registry (in a
-    /// farm's storm, each such suspicion would cost a scan of every device).
-    private var staleArrivals: Set<DeviceKey> = []
     private var nextTick: Duration
     /// A replayed trace's time (its records' `t`): while set, the registry dates its events
     /// by it instead of the host's clock, so re-enumeration links come out as in
@@ -402,18 +398,11 @@ public actor AccessoryManager {
                 // sysfs, so this one is gone and its LEFT follows. Applying the add would
                 // evict the live instance as replaced. The recording still gets it.
                 logger.debug("hotplug: arrival of \(info.descriptor.port) address \(address) is stale; a newer instance holds the port")
-                if let key = device.key {
-                    // Bounded: a backlog this long is overflow-like anyway; forgetting only
-                    // costs the full scans the suspicions then ask for.
-                    if staleArrivals.count >= 1024 { staleArrivals.removeAll() }
-                    staleArrivals.insert(key)
-                }
+                policy.skipped(device)
                 if isVisible(info) { tap(.added(info.descriptor)) }
                 break
             }
             policy.arrived(info.descriptor)
-            // A live instance at this address: an older skipped one's LEFT is no longer awaited.
-            if !staleArrivals.isEmpty, let key = device.key { staleArrivals.remove(key) }
             // A serial the device has (its descriptor names one) but that sysfs could not
             // give yet: hold the announcement until the next reconcile reads sysfs again,
             // so that its identity is its serial and not its port (storms).
@@ -433,10 +422,10 @@ public actor AccessoryManager {
                 port = nil
             }
             let removal = notice.removal ?? DeviceRemoval(bus: device.bus, address: device.address, port: port)
-            if leaving == nil, let key = device.key, staleArrivals.remove(key) != nil {
-                // The LEFT of an arrival skipped as stale: the registry never held it, so
-                // there is nothing to remove, no reordering to remember (a tombstone would
-                // drop the next instance that gets this address) and nothing to suspect.
+            if leaving == nil, policy.isLeftOfSkippedArrival(device) {
+                // The registry never held it: nothing to remove, no tombstone (which would
+                // drop the next instance given this address) and nothing to suspect (in a
+                // farm's storm, a full scan each). The recording still gets it.
                 tap(.removed(removal))
             } else {
                 apply(.removed(removal))
