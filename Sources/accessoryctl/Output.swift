@@ -34,21 +34,37 @@ final class OutputStream {
         if lineBuffered || buffer.count >= chunk { flush() }
     }
 
+    /// Writes `bytes`; a chunk or more with nothing buffered goes straight to `write(2)`,
+    /// not through the buffer.
+    func write(raw bytes: UnsafeRawBufferPointer) {
+        if buffer.isEmpty && bytes.count >= chunk {
+            writeAll(bytes)
+            return
+        }
+        buffer.append(contentsOf: bytes)
+        if lineBuffered || buffer.count >= chunk { flush() }
+    }
+
     func writeLine(_ text: String) { write(text + "\n") }
 
     func flush() {
+        buffer.withUnsafeBytes { writeAll($0) }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes all of `bytes`, retrying after signals; on an error other than EPIPE the rest
+    /// is dropped.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) {
         var offset = 0
-        while offset < buffer.count {
-            let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+        while offset < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == EPIPE { exit(0) }
-                buffer.removeAll(keepingCapacity: true)
                 return
             }
             offset += n
         }
-        buffer.removeAll(keepingCapacity: true)
     }
 }
 

@@ -58,8 +58,8 @@ struct ReplayCommand: ParsableCommand {
             for event in events {
                 if json {
                     buffer.append(event)
-                    if buffer.bytes.count >= 1 << 16 {
-                        out.write(bytes: buffer.bytes)
+                    if buffer.count >= 1 << 16 {
+                        buffer.withUnsafeBytes { out.write(raw: $0) }
                         buffer.removeAll()
                     }
                 } else {
@@ -80,7 +80,7 @@ struct ReplayCommand: ParsableCommand {
             injector?.finish { emit(replayer.apply($0)) }
             emit(replayer.finish())
         } catch {
-            out.write(bytes: buffer.bytes)
+            buffer.withUnsafeBytes { out.write(raw: $0) }
             out.flush()
             note("error: \(error)")
             throw ExitCode(1)
@@ -89,7 +89,7 @@ struct ReplayCommand: ParsableCommand {
         let final = replayer.registry.accessories
         if json {
             buffer.appendFinal(final)
-            out.write(bytes: buffer.bytes)
+            buffer.withUnsafeBytes { out.write(raw: $0) }
         } else {
             out.writeLine(style.bold("final registry: \(final.count) accessor\(final.count == 1 ? "y" : "ies")"))
             for a in final {

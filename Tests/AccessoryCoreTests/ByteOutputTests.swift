@@ -27,6 +27,25 @@ struct ByteOutputTests {
         }
     }
 
+    @Test("Lines encoded in place across growth, long lines and emptying equal each line alone")
+    func growthAndReuse() {
+        var output = ReplayOutput()
+        var expected: [String] = []
+        for i in 0..<3000 {
+            // Every 97th line is longer than the room kept for a line; the rest are short.
+            let e = event(serial: i % 97 == 0 ? String(repeating: "S\(i)", count: 400) : "SN\(i)")
+            output.append(e)
+            expected.append(ReplayOutput.line(for: e))
+            if i == 1500 {
+                #expect(output.string.split(separator: "\n").map(String.init) == expected)
+                output.removeAll()
+                expected = []
+            }
+        }
+        #expect(output.string.split(separator: "\n").map(String.init) == expected)
+        #expect(output.count == expected.reduce(0) { $0 + $1.utf8.count + 1 })
+    }
+
     @Test("Writes past the end of a scratch buffer are dropped and reported")
     func overflow() {
         withUnsafeTemporaryAllocation(byteCount: 8, alignment: 1) { buffer in

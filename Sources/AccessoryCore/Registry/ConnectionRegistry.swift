@@ -90,7 +90,16 @@ public struct ConnectionRegistry: Sendable {
 
     /// The registered accessories, in connection-ID order.
     public var accessories: [Accessory] {
-        entries.values.sorted { $0.connectionID < $1.connectionID }
+        // Sorts IDs and places, not whole entries: each entry is then copied once.
+        var order: [(id: ConnectionID, index: Dictionary<ConnectionID, Accessory>.Index)] = []
+        order.reserveCapacity(entries.count)
+        var i = entries.startIndex
+        while i != entries.endIndex {
+            order.append((entries.keys[i], i))
+            entries.formIndex(after: &i)
+        }
+        order.sort { $0.id < $1.id }
+        return order.map { entries.values[$0.index] }
     }
 
     public var count: Int { entries.count }
@@ -164,10 +173,14 @@ public struct ConnectionRegistry: Sendable {
             }
             events.append(evict(id, reason: .ghostEvicted(.addressReused(by: d)))!)
         }
-        if let id = ports[d.portKey]?.current, entries[id] != nil {
+        // The port is looked up once for both the check and the admission (every add).
+        let port = d.portKey
+        var portIndex = ports.index(forKey: port)
+        if let i = portIndex, let id = ports.values[i].current, entries[id] != nil {
             events.append(evict(id, reason: .ghostEvicted(.portReplaced(by: d)))!)
+            portIndex = ports.index(forKey: port)  // the eviction may have changed the map
         }
-        events.append(.connected(admit(d, shown: shown)))
+        events.append(.connected(admit(d, shown: shown, port: port, at: portIndex)))
     }
 
     /// Disconnects the entry `r` names as `unplugged`; `false` if it names none.
@@ -185,6 +198,15 @@ public struct ConnectionRegistry: Sendable {
 
     /// Registers a new instance under a freshly minted ID (a hidden one when not `shown`).
     public mutating func admit(_ d: AccessoryDescriptor, shown: Bool = true) -> Accessory {
+        let port = d.portKey
+        return admit(d, shown: shown, port: port, at: ports.index(forKey: port))
+    }
+
+    /// ``admit(_:shown:)`` with the port's place in ``ports`` already looked up (`nil`: the
+    /// port is not there yet).
+    private mutating func admit(
+        _ d: AccessoryDescriptor, shown: Bool, port: PortKey, at portIndex: Dictionary<PortKey, PortState>.Index?
+    ) -> Accessory {
         let id: ConnectionID
         if shown {
             id = ConnectionID(rawValue: nextID)
@@ -203,7 +225,14 @@ public struct ConnectionRegistry: Sendable {
             port.current = id
             return previous
         }
-        let previous = occupy(&ports[d.portKey, default: PortState()])
+        let previous: ConnectionID?
+        if let portIndex {
+            previous = occupy(&ports.values[portIndex])
+        } else {
+            var state = PortState()
+            previous = occupy(&state)
+            ports[port] = state
+        }
         let accessory = Accessory(connectionID: id, descriptor: d, hasClonedSerial: cloned, previousConnectionID: previous)
         entries[id] = accessory
         if let key = d.key { byKey[key] = id }
@@ -293,14 +322,17 @@ public struct ConnectionRegistry: Sendable {
 
     /// Replaces what is known about an entry with a fuller description of the same instance.
     mutating func enrich(_ id: ConnectionID, with d: AccessoryDescriptor) {
-        guard var entry = entries[id] else { return }
-        let oldKey = entry.descriptor.key
+        guard let i = entries.index(forKey: id) else { return }
         var merged = d
-        merged.fillGaps(from: entry.descriptor)
+        merged.fillGaps(from: entries.values[i].descriptor)
+        // The usual case, a snapshot repeating what is known, changes nothing.
+        if merged == entries.values[i].descriptor { return }
+        var entry = entries.values[i]
+        let oldKey = entry.descriptor.key
         count(entry.descriptor, -1)
         count(merged, +1)
         entry.descriptor = merged
-        entries[id] = entry
+        entries.values[i] = entry
         if oldKey == nil, let key = merged.key { byKey[key] = id }
     }
 

@@ -6,24 +6,54 @@
 /// a connection that continues another adds `"previous"`; a disconnection adds `"reason"`
 /// and, for an eviction, `"evidence"`. The last line is
 /// `{"final":[…]}` with the registry's entries. Unknown fields are left out. Lines are
-/// appended to ``bytes``; hand them to a sink with ``write(to:)``.
+/// kept in ``bytes`` until handed to a sink with ``write(to:)``.
 package struct ReplayOutput: Sendable {
-    public private(set) var bytes: [UInt8] = []
+    /// The pending lines are `storage[..<count]`; the rest is room that the next line is
+    /// encoded into in place, with plain stores (no per-line copy, no per-byte `append`).
+    private var storage: [UInt8] = []
+    /// How many bytes are pending.
+    package private(set) var count = 0
+    /// Room made before each line: lines longer than this are encoded apart and copied.
+    private static let lineRoom = 1024
 
     package init() {}
 
+    /// The pending lines.
+    package var bytes: ArraySlice<UInt8> { storage[..<count] }
+
     /// Appends the line for one notification.
     package mutating func append(_ event: AccessoryEvent) {
-        // Encoded with plain stores into a stack buffer and copied once; an event too long
-        // for it (long strings) is encoded again straight into the array.
-        let done = withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 1) { buffer -> Bool in
-            var scratch = ScratchBytes(buffer)
+        if storage.count - count < Self.lineRoom { makeRoom(Self.lineRoom) }
+        let start = count
+        let written = storage.withUnsafeMutableBytes { raw -> Int? in
+            var scratch = ScratchBytes(UnsafeMutableRawBufferPointer(rebasing: raw[start...]))
             Self.encode(event, to: &scratch)
-            guard !scratch.overflowed else { return false }
-            bytes.append(contentsOf: scratch.written)
-            return true
+            return scratch.overflowed ? nil : scratch.count
         }
-        if !done { Self.encode(event, to: &bytes) }
+        if let written {
+            count += written
+        } else {
+            var line: [UInt8] = []
+            Self.encode(event, to: &line)
+            appendBytes(line)
+        }
+    }
+
+    /// Grows the room after the pending bytes to at least `room` (doubling, so that a
+    /// caller that never writes out still appends in amortized constant time).
+    private mutating func makeRoom(_ room: Int) {
+        let needed = count + room
+        guard storage.count < needed else { return }
+        storage.append(contentsOf: repeatElement(0, count: max(needed, storage.count * 2) - storage.count))
+    }
+
+    private mutating func appendBytes(_ line: [UInt8]) {
+        makeRoom(line.count)
+        let start = count
+        storage.withUnsafeMutableBytes { raw in
+            line.withUnsafeBytes { (raw.baseAddress! + start).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        }
+        count += line.count
     }
 
     private static func encode(_ event: AccessoryEvent, to bytes: inout some ByteOutput) {
@@ -51,26 +81,33 @@ package struct ReplayOutput: Sendable {
 
     /// Appends the final line, `{"final":[…]}`, with `accessories` in the order given.
     package mutating func appendFinal(_ accessories: [Accessory]) {
-        JSONBytes.appendRaw("{\"final\":[", to: &bytes)
+        var line: [UInt8] = []
+        JSONBytes.appendRaw("{\"final\":[", to: &line)
         for (i, a) in accessories.enumerated() {
-            if i > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(UInt8(ascii: "{"))
-            Self.appendAccessory(a, to: &bytes)
-            bytes.append(UInt8(ascii: "}"))
+            if i > 0 { line.append(UInt8(ascii: ",")) }
+            line.append(UInt8(ascii: "{"))
+            Self.appendAccessory(a, to: &line)
+            line.append(UInt8(ascii: "}"))
         }
-        JSONBytes.appendRaw("]}\n", to: &bytes)
+        JSONBytes.appendRaw("]}\n", to: &line)
+        appendBytes(line)
+    }
+
+    /// Hands the pending lines to `body` (to write them out) without copying them.
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }
 
     /// Writes the pending lines to `sink` and empties ``bytes``.
     package mutating func write(to sink: inout some TraceSink) throws {
-        guard !bytes.isEmpty else { return }
-        try bytes.withUnsafeBytes { try sink.write($0) }
-        bytes.removeAll(keepingCapacity: true)
+        guard count > 0 else { return }
+        try withUnsafeBytes { try sink.write($0) }
+        count = 0
     }
 
     /// Forgets the pending lines, keeping the storage for the next ones.
     package mutating func removeAll() {
-        bytes.removeAll(keepingCapacity: true)
+        count = 0
     }
 
     /// The pending lines as text.
@@ -78,9 +115,14 @@ package struct ReplayOutput: Sendable {
 
     /// The line for one notification, without its newline.
     package static func line(for event: AccessoryEvent) -> String {
-        var output = ReplayOutput()
-        output.append(event)
-        return String(decoding: output.bytes.dropLast(), as: UTF8.self)
+        withUnsafeTemporaryAllocation(byteCount: lineRoom, alignment: 1) { buffer in
+            var scratch = ScratchBytes(buffer)
+            encode(event, to: &scratch)
+            if !scratch.overflowed { return String(decoding: scratch.written.dropLast(), as: UTF8.self) }
+            var line: [UInt8] = []
+            encode(event, to: &line)
+            return String(decoding: line.dropLast(), as: UTF8.self)
+        }
     }
 
     /// The final line, without its newline.
