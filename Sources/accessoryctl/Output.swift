@@ -29,11 +29,6 @@ final class OutputStream {
         if lineBuffered || buffer.count >= chunk { flush() }
     }
 
-    func write(bytes: [UInt8]) {
-        buffer.append(contentsOf: bytes)
-        if lineBuffered || buffer.count >= chunk { flush() }
-    }
-
     /// Writes `bytes`; a chunk or more with nothing buffered goes straight to `write(2)`,
     /// not through the buffer.
     func write(raw bytes: UnsafeRawBufferPointer) {
