@@ -49,7 +49,7 @@ struct TraceLineDecoder {
         var fields = Fields()
         try d.decodeObject(into: &fields)
         try d.cursor.expectEnd()
-        let line = d.build(fields)
+        let line = d.build(&fields)
         if let problem = d.problem { throw TraceFormatViolation(reason: problem) }
         return line!
     }
@@ -294,7 +294,7 @@ struct TraceLineDecoder {
             decoder.deviceIndex = result.count
             var f = Fields()
             try decoder.decodeObject(into: &f)
-            if let d = decoder.descriptor(f, in: nil) { result.append(d) }
+            if let d = decoder.descriptor(&f, in: nil) { result.append(d) }
             decoder.deviceIndex = nil
         }
     }
@@ -329,25 +329,28 @@ struct TraceLineDecoder {
 
     // MARK: Building
 
-    private mutating func descriptor(_ f: Fields, in event: String?) -> AccessoryDescriptor? {
+    /// Builds the device the fields describe, moving its strings out of `f` (no copies:
+    /// this runs for every device of every line).
+    private mutating func descriptor(_ f: inout Fields, in event: String?) -> AccessoryDescriptor? {
         // Only a missing field builds the message: this runs for every device of every line.
         func suffix() -> String { event.map { " in \($0) event" } ?? "" }
         guard let bus = f.bus else {
             report("missing required field 'bus'\(suffix())")
             return nil
         }
-        guard let port = f.port else {
+        guard let port = f.port.take() else {
             report("missing required field 'port'\(suffix())")
             return nil
         }
         return AccessoryDescriptor(
             bus: bus, address: f.address, port: port, vendor: f.vendor, product: f.product,
-            bcdDevice: f.bcdDevice, serial: f.serial, manufacturer: f.manufacturer, name: f.name,
-            protocols: f.protocols)
+            bcdDevice: f.bcdDevice, serial: f.serial.take(), manufacturer: f.manufacturer.take(), name: f.name.take(),
+            protocols: f.protocols.take())
     }
 
     /// The line the fields describe, or `nil` after reporting what is missing.
-    private mutating func build(_ f: Fields) -> TraceLine? {
+    /// The fields' strings and arrays are moved out of `f` into the line.
+    private mutating func build(_ f: inout Fields) -> TraceLine? {
         guard let kind = f.event else {
             if problem != nil { return nil }
             guard f.format != nil || f.version != nil else {
@@ -378,7 +381,7 @@ struct TraceLineDecoder {
         }
         switch kind {
         case .add:
-            guard let d = descriptor(f, in: "add") else { return nil }
+            guard let d = descriptor(&f, in: "add") else { return nil }
             return .event(t: t, .added(d))
         case .remove:
             guard let bus = f.bus else {
@@ -389,9 +392,9 @@ struct TraceLineDecoder {
                 report("remove event needs 'address' or 'port'")
                 return nil
             }
-            return .event(t: t, .removed(DeviceRemoval(bus: bus, address: f.address, port: f.port)))
+            return .event(t: t, .removed(DeviceRemoval(bus: bus, address: f.address, port: f.port.take())))
         case .snapshot:
-            guard let devices = f.devices else {
+            guard let devices = f.devices.take() else {
                 report("missing required field 'devices' in snapshot event")
                 return nil
             }
