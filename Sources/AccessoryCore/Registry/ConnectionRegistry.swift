@@ -131,11 +131,13 @@ public struct ConnectionRegistry: Sendable {
     /// Applies one monitor event, appending its notifications to `events` (a caller that
     /// applies many events reuses one array), and returns the suspicion it raised, if any.
     public mutating func apply(
-        _ event: HotplugEvent, isShown: (AccessoryDescriptor) -> Bool = { _ in true }, into events: inout [AccessoryEvent]
+        _ event: consuming HotplugEvent, isShown: (AccessoryDescriptor) -> Bool = { _ in true },
+        into events: inout [AccessoryEvent]
     ) -> Suspicion? {
-        switch event {
+        switch consume event {  // the device moves into its entry, not copied
         case .added(let d):
-            add(d, shown: isShown(d), into: &events)
+            let shown = isShown(d)
+            add(d, shown: shown, into: &events)
         case .removed(let r):
             if !remove(r, into: &events) {
                 if tombstones.count == Self.maxTombstones { tombstones.removeFirst() }
@@ -157,8 +159,8 @@ public struct ConnectionRegistry: Sendable {
         return nil
     }
 
-    private mutating func add(_ d: AccessoryDescriptor, shown: Bool, into events: inout [AccessoryEvent]) {
-        if !tombstones.isEmpty, d.address != nil, let i = tombstones.firstIndex(where: { $0.address != nil && $0.names(d) }) {
+    private mutating func add(_ d: consuming AccessoryDescriptor, shown: Bool, into events: inout [AccessoryEvent]) {
+        if !tombstones.isEmpty, d.address != nil, let i = tombstoneIndex(for: d) {
             // Its removal came first (reordered events): the instance is already gone, and
             // nothing else may be evicted for it. Only an exact bus and address says so; a
             // port alone is reused by every re-plug.
@@ -171,16 +173,22 @@ public struct ConnectionRegistry: Sendable {
                 entries[id]?.descriptor.fillGaps(from: d)
                 return
             }
-            events.append(evict(id, reason: .ghostEvicted(.addressReused(by: d)))!)
+            events.append(evict(id, reason: .ghostEvicted(.addressReused(by: copy d)))!)
         }
         // The port is looked up once for both the check and the admission (every add).
         let port = d.portKey
         var portIndex = ports.index(forKey: port)
         if let i = portIndex, let id = ports.values[i].current, entries[id] != nil {
-            events.append(evict(id, reason: .ghostEvicted(.portReplaced(by: d)))!)
+            events.append(evict(id, reason: .ghostEvicted(.portReplaced(by: copy d)))!)
             portIndex = ports.index(forKey: port)  // the eviction may have changed the map
         }
         events.append(.connected(admit(d, shown: shown, port: port, at: portIndex)))
+    }
+
+    /// The first removal kept that names `d` by its exact bus and address.
+    private func tombstoneIndex(for d: borrowing AccessoryDescriptor) -> Int? {
+        for i in tombstones.indices where tombstones[i].address != nil && tombstones[i].names(d) { return i }
+        return nil
     }
 
     /// Disconnects the entry `r` names as `unplugged`; `false` if it names none.
@@ -205,7 +213,7 @@ public struct ConnectionRegistry: Sendable {
     /// ``admit(_:shown:)`` with the port's place in ``ports`` already looked up (`nil`: the
     /// port is not there yet).
     private mutating func admit(
-        _ d: AccessoryDescriptor, shown: Bool, port: PortKey, at portIndex: Dictionary<PortKey, PortState>.Index?
+        _ d: consuming AccessoryDescriptor, shown: Bool, port: PortKey, at portIndex: Dictionary<PortKey, PortState>.Index?
     ) -> Accessory {
         let id: ConnectionID
         if shown {
@@ -218,25 +226,32 @@ public struct ConnectionRegistry: Sendable {
         // Cloned serials: another entry with this VID:PID:serial makes the newcomer's
         // identity include its port.
         let cloned = count(d, +1) > 0
-        let (now, window) = (self.now, linkWindow)
-        func occupy(_ port: inout PortState) -> ConnectionID? {
-            let previous = port.ended.flatMap { Self.continues($0, with: d, now: now, window: window) ? $0.id : nil }
-            if previous != nil { port.ended = nil }  // used up
-            port.current = id
-            return previous
-        }
         let previous: ConnectionID?
         if let portIndex {
-            previous = occupy(&ports.values[portIndex])
+            previous = Self.occupy(&ports.values[portIndex], by: id, d, now: now, window: linkWindow)
         } else {
             var state = PortState()
-            previous = occupy(&state)
+            previous = Self.occupy(&state, by: id, d, now: now, window: linkWindow)
             ports[port] = state
         }
+        if let key = d.key { byKey[key] = id }
         let accessory = Accessory(connectionID: id, descriptor: d, hasClonedSerial: cloned, previousConnectionID: previous)
         entries[id] = accessory
-        if let key = d.key { byKey[key] = id }
         return accessory
+    }
+
+    /// Makes `id`, the new instance `d`, the port's entry; returns the connection it
+    /// continues, if the port's last one ended recently and was the same accessory.
+    private static func occupy(
+        _ port: inout PortState, by id: ConnectionID, _ d: borrowing AccessoryDescriptor, now: Duration, window: Duration
+    ) -> ConnectionID? {
+        var previous: ConnectionID?
+        if let ended = port.ended, continues(ended, with: d, now: now, window: window) {
+            previous = ended.id
+            port.ended = nil  // used up
+        }
+        port.current = id
+        return previous
     }
 
     /// Gives a hidden entry that is to be shown from now on its first shown ID. Nobody has

@@ -136,7 +136,7 @@ public struct TraceReader: ~Copyable, Sendable {
             } catch {
                 throw failure("\(error)")
             }
-            switch line {
+            switch consume line {  // moves the event out, no copy
             case .blank:
                 continue
             case .header(let h):

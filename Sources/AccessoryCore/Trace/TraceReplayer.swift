@@ -40,13 +40,13 @@ public struct TraceReplayer: Sendable {
 
     /// Applies one record, appending the notifications it caused to `events` in delivery
     /// order: a replay of millions of records reuses one array.
-    public mutating func apply(_ record: TraceRecord, into events: inout [AccessoryEvent]) {
+    public mutating func apply(_ record: consuming TraceRecord, into events: inout [AccessoryEvent]) {
         if let time = record.time { registry.now = time }
         apply(record.event, into: &events)
     }
 
     /// Applies one event, appending the notifications it caused to `events`.
-    public mutating func apply(_ event: HotplugEvent, into events: inout [AccessoryEvent]) {
+    public mutating func apply(_ event: consuming HotplugEvent, into events: inout [AccessoryEvent]) {
         recordCount += 1
         if case .snapshot(let devices) = event {
             lastSnapshot = devices
