@@ -55,15 +55,18 @@ struct ReplayCommand: ParsableCommand {
         if !json { out.writeLine(style.bold(EventText.header)) }
         var pending: [AccessoryEvent] = []
         func emit(_ events: [AccessoryEvent]) {
-            for event in events {
-                if json {
-                    buffer.append(event)
+            guard json else {
+                for event in events { out.writeLine(EventText.line(event, style: style)) }
+                return
+            }
+            // Each event is encoded where it lies in the array (borrowed), not copied out.
+            events.withUnsafeBufferPointer { events in
+                for i in events.indices {
+                    buffer.append(events[i])
                     if buffer.count >= 1 << 16 {
                         buffer.withUnsafeBytes { out.write(raw: $0) }
                         buffer.removeAll()
                     }
-                } else {
-                    out.writeLine(EventText.line(event, style: style))
                 }
             }
         }
