@@ -47,7 +47,7 @@ public struct ConnectionRegistry: Sendable {
     /// links to them whatever its IDs.
     private var switching: Set<ConnectionID> = []
 
-    /// A VID:PID:serial identity, hashed as one integer and the serial's bytes.
+    /// A VID:PID:serial identity, hashed as one integer and the serial's bytes (``TableHash``).
     private struct SerialKey: Hashable, Sendable {
         var vendorProduct: UInt32
         var serial: String
@@ -57,6 +57,13 @@ public struct ConnectionRegistry: Sendable {
             vendorProduct = UInt32(vendor) << 16 | UInt32(product)
             self.serial = serial
         }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(vendorProduct)
+            hasher.combine(serial)
+        }
+
+        func _rawHashValue(seed: Int) -> Int { TableHash.word(UInt64(vendorProduct), serial, seed: seed) }
     }
 
     private struct PortState: Sendable {
