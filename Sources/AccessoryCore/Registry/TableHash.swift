@@ -16,8 +16,12 @@ package enum TableHash {
     /// A word and a short string's UTF-8 bytes (FNV-1a), folded as ``word(_:seed:)``.
     @inline(__always)
     package static func word(_ x: UInt64, _ text: String, seed: Int) -> Int {
-        var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ x
-        for byte in text.utf8 { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        func fnv(_ bytes: some Sequence<UInt8>) -> UInt64 {
+            var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ x
+            for byte in bytes { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+            return h
+        }
+        let h = text.utf8.withContiguousStorageIfAvailable { fnv($0) } ?? fnv(text.utf8)
         return word(h, seed: seed)
     }
 }
