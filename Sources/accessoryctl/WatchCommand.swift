@@ -11,7 +11,10 @@ struct WatchCommand: AsyncParsableCommand {
             Runs until Ctrl-C or SIGTERM, then shuts the manager down (each accessory is reported \
             disconnected with reason shutdown) and exits 0, within 3 s even when nobody reads its \
             output. Output is flushed line by line; when \
-            the reader of the pipe goes away, the next write ends the tool quietly.
+            the reader of the pipe goes away, the next write ends the tool quietly. A reader \
+            that falls more than 65,536 lines behind gets, instead of the lines it missed, the \
+            difference (each accessory that left, with its reason, then each that is new), and a \
+            note on standard error.
 
             Examples:
               accessoryctl watch
@@ -22,20 +25,34 @@ struct WatchCommand: AsyncParsableCommand {
     @Flag(help: "Print the notification lines of TRACE-FORMAT.md's replay output.")
     var json = false
 
+    /// How many lines may wait for a slow reader before they collapse into the difference
+    /// (hidden: tests make it small).
+    @Option(help: .hidden) var backlog = 65_536
+
     @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard backlog > 0 else { throw ValidationError("--backlog must be at least 1") }
+    }
 
     func run() async throws {
         global.bootstrapLogging()
         OutputStream.ignoreSigpipe()
         let signals = TerminationSignals.catchAll()
         let manager = try await global.startManager()
-        let events = await manager.events(includingCurrent: true)
-        let json = self.json
+        // Bounded: a reader that stops reading costs at most `backlog` waiting lines, not
+        // memory without end. Past that, the lines it missed collapse into the difference.
+        let updates = await manager.updates(includingCurrent: true, bufferLimit: backlog)
+        let (json, backlog) = (self.json, self.backlog)
         let printer = Task {
             let out = OutputStream(fd: 1, lineBuffered: true)
             let style = TerminalStyle(fd: 1)
             if !json { out.writeLine(style.bold("TIME          " + EventText.header)) }
-            for await event in events {
+            for await update in updates {
+                guard case .event(let event) = update else {
+                    if case .resynchronized(let missed) = update { Self.fellBehind(missed: missed, backlog: backlog) }
+                    continue
+                }
                 if json {
                     out.writeLine(ReplayOutput.line(for: event))
                 } else {
@@ -55,6 +72,13 @@ struct WatchCommand: AsyncParsableCommand {
         await manager.shutdown()
         await printer.value
         watchdog.cancel()
+    }
+
+    /// Says on standard error that the reader fell behind: the stdout lines stay those of
+    /// TRACE-FORMAT.md, and the ones after this bring the reader's list up to date.
+    static func fellBehind(missed: Int, backlog: Int) {
+        let text = "accessoryctl watch: output fell behind by more than \(backlog) lines; \(missed) were dropped, and the lines that follow are the difference (each accessory that left, with its reason, then each that is new)\n"
+        _ = text.withCString { write(2, $0, strlen($0)) }
     }
 
     /// The wall-clock time of day, `HH:MM:SS.mmm`.

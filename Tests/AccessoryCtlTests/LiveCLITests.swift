@@ -34,6 +34,63 @@ struct LiveCLITests {
         _ = stuck
     }
 
+    @Test("watch whose reader falls behind keeps a bounded backlog, says so on stderr, and its lines still add up to the simulator's list")
+    func watchResynchronizesASlowReader() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let errURL = dir.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let added = try Simulator.plug("1209:00b3:SLOW")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.accessoryctl)
+        process.arguments = ["watch", "--json", "--backlog", "16"] + Self.interval
+        let pipe = Pipe()  // not read until the storm is over: the pipe fills, lines back up
+        process.standardOutput = pipe
+        process.standardError = try FileHandle(forWritingTo: errURL)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        usleep(1_000_000)
+        let stormed = try Simulator.ctl("storm", added, "600")  // 1,200 lines: about three pipes' worth
+        let after = try Simulator.plug("1209:00b4:AFTER")
+        usleep(1_000_000)
+        let output = LockedData()
+        let reader = Thread { output.set(pipe.fileHandleForReading.readDataToEndOfFile()) }
+        reader.start()
+        // The reader only sees its data at EOF, so wait for the difference on stderr first.
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline, !((try? String(contentsOf: errURL, encoding: .utf8)) ?? "").contains("fell behind") { usleep(20_000) }
+        usleep(1_000_000)
+        let listed = try CLI.run(Simulator.binary, ["ctl", "list"]).stdout.split(separator: "\n").compactMap { line -> String? in
+            let w = line.split(whereSeparator: \.isWhitespace)
+            return w.count >= 4 && w[3] != "05e3:0608" ? "\(w[0]):\(w[1])" : nil
+        }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        while !output.isSet { usleep(20_000) }
+        let stderr = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        #expect(stderr.contains("output fell behind by more than 16 lines"), "\(stderr)")
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+
+        // The lines keep the stream's promise, and before shutdown they add up to what is plugged.
+        var live: [Int: String] = [:]
+        var ended = Set<Int>()
+        for line in String(decoding: output.value, as: UTF8.self).split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            let id = try #require(object["connectionID"] as? Int)
+            if object["notification"] as? String == "connected" {
+                #expect(live[id] == nil && !ended.contains(id), "ID \(id) connected twice")
+                live[id] = "\(object["bus"]!):\(object["address"]!)"
+            } else {
+                #expect(live[id] != nil, "ID \(id) disconnected without being connected")
+                if object["reason"] as? String != "shutdown" { live[id] = nil; ended.insert(id) }
+            }
+        }
+        #expect(Set(live.values) == Set(listed), "watch: \(live.values.sorted()), simulator: \(listed.sorted())")
+        #expect(listed.contains(after))
+        try Simulator.ctl("unplug", after)
+        try Simulator.ctl("unplug", "\(stormed[1]):\(stormed[2])")
+    }
+
     @Test("watch prints present accessories, then plug and unplug, and exits 0 on SIGINT and SIGTERM",
           arguments: [SIGINT, SIGTERM])
     func watchStopsCleanly(signal: Int32) throws {
