@@ -98,6 +98,48 @@ struct RegistryTests {
         #expect(r.promote(ConnectionID(rawValue: 1)) == nil, "a shown ID is not promoted")
     }
 
+    @Test("Keys with text hash alike when their text is equal: canonically equivalent serials are one serial, and a port is found under any equal spelling")
+    func keysHashAsTheyCompare() {
+        // "K" and U+212A KELVIN SIGN are equal strings; so are the two orders of two accents.
+        let pairs: [(String, String)] = [
+            ("K", "\u{212A}"), ("a;b`", "a\u{037E}b\u{1FEF}"), ("SN-\u{212A}9", "SN-K9"),
+            ("e\u{301}\u{316}", "e\u{316}\u{301}"), ("\u{E9}", "e\u{301}"), ("1-1.4", String("x1-1.4".dropFirst())),
+        ]
+        for (a, b) in pairs {
+            #expect(a == b)
+            for seed in [0, 1, -7, 1 << 40] {
+                #expect(TableHash.word(9, a, seed: seed) == TableHash.word(9, b, seed: seed), "\(a.unicodeScalars) vs \(b.unicodeScalars)")
+            }
+            let (p, q) = (PortKey(bus: 1, port: a), PortKey(bus: 1, port: b))
+            #expect(p == q && p.hashValue == q.hashValue && [p: 1][q] == 1)
+            var r = ConnectionRegistry()
+            let first = r.apply(.added(device(5, port: "1-1", serial: a))).events[0].accessory
+            let second = r.apply(.added(device(6, port: "1-2", serial: b))).events[0].accessory
+            #expect(!first.hasClonedSerial && second.hasClonedSerial, "\(a.unicodeScalars) vs \(b.unicodeScalars)")
+            _ = run(&r, [removal(5, port: "1-1")])
+            let third = r.apply(.added(device(7, port: "1-3", serial: a))).events[0].accessory
+            #expect(third.hasClonedSerial)
+            #expect(r.accessory(on: PortKey(bus: 1, port: "1-3"))?.connectionID == third.connectionID)
+        }
+        // And every equal pair among random strings of characters that compose, decompose or
+        // stand for ASCII.
+        let alphabet = ["K", "\u{212A}", "k", "e", "\u{301}", "\u{316}", "\u{E9}", ";", "\u{037E}", "`", "\u{1FEF}", "1", "-"]
+        var rng = SystemRandomNumberGenerator()
+        let strings = (0..<400).map { _ in (0..<Int.random(in: 0...4, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }.joined() }
+        var otherSpellings = 0
+        for a in strings {
+            for b in strings where a == b {
+                if !a.utf8.elementsEqual(b.utf8) { otherSpellings += 1 }
+                #expect(TableHash.word(1, a, seed: 42) == TableHash.word(1, b, seed: 42), "\(a.unicodeScalars) vs \(b.unicodeScalars)")
+            }
+        }
+        #expect(otherSpellings > 0)
+        // Different text, different words for the same seed (not guaranteed in general; these differ).
+        #expect(TableHash.word(9, "K", seed: 3) != TableHash.word(9, "k", seed: 3))
+        #expect(TableHash.word(9, "\u{E9}", seed: 3) != TableHash.word(9, "e", seed: 3))
+        #expect(PortKey(bus: 1, port: "1-1") != PortKey(bus: 2, port: "1-1"))
+    }
+
     @Test("Cloned serials: a second accessory with the same VID:PID:serial gets an identity that includes its port")
     func clonedSerials() {
         var r = ConnectionRegistry()
