@@ -50,7 +50,11 @@ struct WatchCommand: AsyncParsableCommand {
             if !json { out.writeLine(style.bold("TIME          " + EventText.header)) }
             for await update in updates {
                 guard case .event(let event) = update else {
-                    if case .resynchronized(let missed) = update { Self.fellBehind(missed: missed, backlog: backlog) }
+                    // The stdout lines stay those of TRACE-FORMAT.md; the ones after this note
+                    // bring the reader's list up to date.
+                    if case .resynchronized(let missed) = update {
+                        note("accessoryctl watch: output fell behind by more than \(backlog) lines; \(missed) were dropped, and the lines that follow are the difference (each accessory that left, with its reason, then each that is new)")
+                    }
                     continue
                 }
                 if json {
@@ -64,21 +68,13 @@ struct WatchCommand: AsyncParsableCommand {
         // A reader that stopped reading must not keep the tool alive: the printer may be
         // blocked in write(2) with a backlog. Shutdown and the last lines get 3 s.
         let watchdog = DispatchWorkItem {
-            let text = "accessoryctl watch: standard output is not being read; exiting without the lines it did not take\n"
-            _ = text.withCString { write(2, $0, strlen($0)) }
+            note("accessoryctl watch: standard output is not being read; exiting without the lines it did not take")
             _exit(0)
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + 3, execute: watchdog)
         await manager.shutdown()
         await printer.value
         watchdog.cancel()
-    }
-
-    /// Says on standard error that the reader fell behind: the stdout lines stay those of
-    /// TRACE-FORMAT.md, and the ones after this bring the reader's list up to date.
-    static func fellBehind(missed: Int, backlog: Int) {
-        let text = "accessoryctl watch: output fell behind by more than \(backlog) lines; \(missed) were dropped, and the lines that follow are the difference (each accessory that left, with its reason, then each that is new)\n"
-        _ = text.withCString { write(2, $0, strlen($0)) }
     }
 
     /// The wall-clock time of day, `HH:MM:SS.mmm`.

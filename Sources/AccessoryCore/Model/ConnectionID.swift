@@ -21,8 +21,6 @@ public struct ConnectionID: RawRepresentable, Hashable, Comparable, Sendable, Cu
 
     public var description: String { String(rawValue) }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
-
     /// IDs are minted counting up, never taken from a device or a file, so no input can choose
     /// colliding keys: `Dictionary` (which calls this requirement) gets a cheap mix, not SipHash.
     public func _rawHashValue(seed: Int) -> Int {

@@ -39,11 +39,6 @@ public struct PortKey: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { port }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(bus)
-        hasher.combine(port)
-    }
-
     /// `Dictionary`'s hash: a registry finds a port on every arrival (see ``TableHash``).
     public func _rawHashValue(seed: Int) -> Int {
         TableHash.word(UInt64(UInt(bitPattern: bus)), port, seed: seed)

@@ -58,11 +58,6 @@ public struct ConnectionRegistry: Sendable {
             self.serial = serial
         }
 
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(vendorProduct)
-            hasher.combine(serial)
-        }
-
         func _rawHashValue(seed: Int) -> Int { TableHash.word(UInt64(vendorProduct), serial, seed: seed) }
     }
 
