@@ -133,7 +133,8 @@ struct ControlCommand: AsyncParsableCommand {
         var i = stripped.startIndex
         while i < stripped.endIndex {
             let j = stripped.index(i, offsetBy: 2)
-            guard let b = UInt8(stripped[i..<j], radix: 16) else {
+            // Two hexadecimal digits exactly: `UInt8(_:radix:)` alone also takes a sign ("+f").
+            guard stripped[i..<j].allSatisfy(\.isHexDigit), let b = UInt8(stripped[i..<j], radix: 16) else {
                 throw ValidationError("--data must be hexadecimal bytes; \"\(stripped[i..<j])\" is not")
             }
             bytes.append(b)
@@ -142,9 +143,12 @@ struct ControlCommand: AsyncParsableCommand {
         return bytes
     }
 
-    /// A decimal or `0x` hexadecimal number in 0...max.
+    /// A decimal or `0x` hexadecimal number in 0...max: digits only, no sign.
     static func number(_ text: String, _ option: String, max: Int) throws -> Int {
-        let value = text.lowercased().hasPrefix("0x") ? Int(text.dropFirst(2), radix: 16) : Int(text)
+        let hex = text.lowercased().hasPrefix("0x")
+        let digits = hex ? text.dropFirst(2) : text[...]
+        let valid = !digits.isEmpty && digits.allSatisfy { hex ? $0.isHexDigit : ("0"..."9").contains($0) }
+        let value = valid ? Int(digits, radix: hex ? 16 : 10) : nil
         guard let value, (0...max).contains(value) else {
             throw ValidationError("\(option) must be a number from 0 to \(max) (decimal, or hexadecimal with 0x); got \"\(text)\"")
         }

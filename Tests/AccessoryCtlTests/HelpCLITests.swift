@@ -61,6 +61,21 @@ struct HelpCLITests {
         #expect(r.stderr.contains(message), "\(r.stderr)")
     }
 
+    @Test("Hexadecimal with a sign, or numbers with one, are usage errors (exit 64), not bytes", arguments: [
+        (["--out", "--data", "+f"], "hexadecimal"), (["--out", "--data", "-1"], "hexadecimal"),
+        (["--out", "--data", "0x+f"], "hexadecimal"), (["--out", "--data", "f+"], "hexadecimal"),
+        (["--out", "--request", "+5"], "--request"), (["--out", "--request", "-0"], "--request"),
+        (["--out", "--request", "0x+5"], "--request"), (["--out", "--request", "1", "--value", "0x"], "--value"),
+        (["--out", "--request", "1", "--index", " 1"], "--index"),
+    ])
+    func signedHex(arguments: [String], message: String) throws {
+        var all = ["control", "1209:0001", "--type", "vendor"] + arguments
+        if !arguments.contains("--request") { all += ["--request", "1"] }
+        let r = try CLI.run(CLI.accessoryctl, all)
+        #expect(r.status == 64, "\(all): \(r.stderr)")
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+    }
+
     @Test("udev-rule --android-accessory prints the accessory-mode rule")
     func androidRule() throws {
         let r = try CLI.run(CLI.accessoryctl, ["udev-rule", "--android-accessory"])
