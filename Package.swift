@@ -11,9 +11,6 @@ let package = Package(
         .library(name: "AccessoryTesting", targets: ["AccessoryTesting"]),
         .executable(name: "accessoryctl", targets: ["accessoryctl"]),
         .executable(name: "accessory-sim", targets: ["accessory-sim"]),
-        // accessory-sim's LD_PRELOAD shim (libaccessory-sim-preload.so), loaded in front of
-        // umockdev's: one uevent socket name per process (issue #16).
-        .library(name: "accessory-sim-preload", type: .dynamic, targets: ["AccessorySimPreload"]),
         .executable(name: "accessory-bench", targets: ["AccessoryBench"]),
         .executable(name: "accessory-example", targets: ["AccessoryExample"]),
     ],
@@ -21,6 +18,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // accessory-sim's LD_PRELOAD shim (libaccessory-sim-preload.so), loaded in front of
+        // umockdev's: one uevent socket name per process (issue #16). A package of its own so
+        // that building accessory-sim builds it too (see its Package.swift).
+        .package(name: "AccessorySimPreload", path: "Sources/AccessorySimPreload"),
     ],
     targets: [
         // The C boundary: libusb, through pkg-config. Only AccessoryKit/LibUSB imports it.
@@ -52,10 +53,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Virtual accessories: a umockdev testbed that runs a command under it (C).
-        .executableTarget(name: "accessory-sim", dependencies: ["CUmockdev"]),
-        // The simulator's preload shim (C, no API): gives each process's emulated uevent
-        // socket a name of its own. Only the dynamic library product uses it.
-        .target(name: "AccessorySimPreload", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
+        // It links the preload shim's dynamic library, so one `swift build --product
+        // accessory-sim` gives a simulator that starts (the shim lands beside it).
+        .executableTarget(
+            name: "accessory-sim",
+            dependencies: ["CUmockdev", .product(name: "accessory-sim-preload", package: "AccessorySimPreload")]),
         .executableTarget(
             name: "AccessoryBench",
             dependencies: ["AccessoryCore", "AccessoryKit", .product(name: "Logging", package: "swift-log")]),

@@ -423,7 +423,8 @@ static char *find_preload_shim(void)
                 "accessory-sim: %s is missing (%s).\n"
                 "  It must sit beside accessory-sim: without it, two processes that watch hotplug\n"
                 "  events steal each other's uevent socket (issue #16). Build it with\n"
-                "  `swift build` or `swift build --product accessory-sim-preload`.\n",
+                "  `swift build --product accessory-sim`, which builds it beside the simulator\n"
+                "  (Sources/AccessorySimPreload is a package that accessory-sim links).\n",
                 shim, g_strerror(errno));
         exit(127);
     }
