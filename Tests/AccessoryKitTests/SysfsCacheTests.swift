@@ -33,6 +33,27 @@ struct SysfsCacheTests {
         #expect(cache.count == 0)
     }
 
+    @Test("Another instance on the same port under the same device number (addresses wrapped) is read anew, not given the last one's strings")
+    func addressWrap() throws {
+        let sysfs = try FakeSysfs()
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "OLD\n", manufacturer: "Old maker\n")
+        let cache = SysfsCache(SysfsScanner(root: sysfs.root, includeHubs: true))
+        #expect(cache.device(named: "1-1")?.descriptor.serial == "OLD")
+        // The kernel removes the directory and, 127 arrivals later, makes a new one under the
+        // same name with the same number. kernfs never reuses a node's inode number, so the
+        // old directory is kept aside here while the new one is made, as kernfs would number
+        // it. (The scan in between never ran: a storm, or a farm's slow period.)
+        try FileManager.default.moveItem(atPath: sysfs.root + "/1-1", toPath: sysfs.root + "/gone-1-1")
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0002, serial: "NEW\n", manufacturer: "New maker\n")
+        let again = try #require(cache.device(named: "1-1"))
+        #expect(again.descriptor.serial == "NEW")
+        #expect(again.descriptor.manufacturer == "New maker")
+        #expect(again.descriptor.product == 0x0002)
+        // And the new instance is remembered in its turn.
+        try Data("Changed\n".utf8).write(to: URL(fileURLWithPath: sysfs.root + "/1-1/manufacturer"))
+        #expect(cache.device(named: "1-1")?.descriptor.manufacturer == "New maker")
+    }
+
     @Test("A device read before its configuration has interfaces is not remembered")
     func noInterfacesNoCache() throws {
         let sysfs = try FakeSysfs()

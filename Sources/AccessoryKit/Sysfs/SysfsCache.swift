@@ -8,16 +8,26 @@ import Glibc
 /// device that has not changed costs one small read (its `devnum`), not the fifteen files
 /// and the descriptors of a full read.
 ///
-/// A directory's contents are tied to its instance: the kernel gives a re-enumerated device
-/// a new directory under the same name with a new device number, so a name and a number
-/// seen before mean the same instance. (After 127 re-enumerations on one port within one
-/// look the number can come round again; the devices are then the same model with the same
-/// serial, so what was read still holds.) A device read without its interfaces (before
+/// What was read is tied to one instance: the directory's name, its `devnum`, and the stamp
+/// of the `devnum` file read (inode and change time, from `fstat` on the same descriptor).
+/// A name and a number are not enough: once a bus's addresses wrap (127 arrivals, as in a
+/// storm), another device on the same port can be given the same number. The kernel makes a
+/// new directory, and new attribute files, for every instance, and kernfs numbers every node
+/// it creates anew (a 64-bit ID, never reused while the system runs), so another instance's
+/// `devnum` has another inode; on a disk-backed tree (umockdev's testbed) an inode can be
+/// reused, and then its change time differs. A device read without its interfaces (before
 /// SET_CONFIGURATION) is not remembered, so a later look sees them. A farm's periodic full
 /// scan thus costs one directory listing and one small read per device.
 final class SysfsCache: Sendable {
     let scanner: SysfsScanner
-    private let entries = Mutex<[String: USBDeviceInfo]>([:])
+    private let entries = Mutex<[String: Entry]>([:])
+
+    /// What was read from one directory, and the instance it was read from.
+    private struct Entry: Sendable {
+        var info: USBDeviceInfo
+        var devnum: Int
+        var stamp: SysfsFiles.FileStamp
+    }
 
     init(_ scanner: SysfsScanner) {
         self.scanner = scanner
@@ -43,19 +53,22 @@ final class SysfsCache: Sendable {
 
     private func read(_ name: String) -> Swift.Result<USBDeviceInfo?, SysfsScanner.ReadFailure> {
         errno = 0
-        let number = SysfsFiles.integer(scanner.root + "/" + name + "/devnum", as: Int.self)
+        var stamp: SysfsFiles.FileStamp?
+        let number = SysfsFiles.integer(scanner.root + "/" + name + "/devnum", as: Int.self, stamp: &stamp)
         if number == nil, errno == ENOENT || errno == ENODEV || errno == ENOTDIR {
             // Gone (a device being removed), or not a device: nothing more to open.
             entries.withLock { _ = $0.removeValue(forKey: name) }
             return .success(nil)
         }
-        if let number, let cached = entries.withLock({ $0[name] }), cached.descriptor.address == number {
-            return .success(cached)
+        if let number, let stamp, let cached = entries.withLock({ $0[name] }), cached.devnum == number, cached.stamp == stamp {
+            return .success(cached.info)
         }
         let fresh = number.map { scanner.read(name, devnum: $0) } ?? scanner.read(name)
         entries.withLock { e in
-            if case .success(let info?) = fresh, let configuration = info.configuration, !configuration.interfaces.isEmpty {
-                e[name] = info
+            if case .success(let info?) = fresh, let number, let stamp, let configuration = info.configuration,
+                !configuration.interfaces.isEmpty
+            {
+                e[name] = Entry(info: info, devnum: number, stamp: stamp)
             } else {
                 e[name] = nil
             }

@@ -45,16 +45,36 @@ enum SysfsFiles {
         return fd >= 0 ? fd : nil
     }
 
+    /// Which file a read came from: device and inode numbers and change time, as `fstat`
+    /// gives them for the descriptor that was read. sysfs (kernfs) numbers every node it
+    /// creates anew, so a device directory made for another instance has other stamps.
+    struct FileStamp: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+        var changed: Int
+        var changedNanoseconds: Int
+    }
+
     /// A file's bytes, up to `limit`; `nil` when it cannot be opened or read.
     /// - Parameters:
     ///   - directory: a descriptor from ``openDirectory(_:)`` that a relative `path` is
     ///     taken from; by default the working directory.
     ///   - untilEndOfFile: read until a read returns nothing, for a file that is not a sysfs
     ///     attribute.
-    static func read(_ path: String, at directory: Int32 = AT_FDCWD, limit: Int = 1 << 16, untilEndOfFile: Bool = false) -> [UInt8]? {
+    ///   - stamp: set to the stamp of the file read, when asked for (and `fstat` succeeds).
+    static func read(
+        _ path: String, at directory: Int32 = AT_FDCWD, limit: Int = 1 << 16, untilEndOfFile: Bool = false,
+        stamp: UnsafeMutablePointer<FileStamp?>? = nil
+    ) -> [UInt8]? {
         let fd = openat(directory, path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        if let stamp {
+            var st = stat()
+            stamp.pointee = fstat(fd, &st) == 0
+                ? FileStamp(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), changed: st.st_ctim.tv_sec, changedNanoseconds: st.st_ctim.tv_nsec)
+                : nil
+        }
         var bytes: [UInt8] = []
         // Attributes are small: one read into a buffer on the stack, and one exact copy.
         let complete = withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 1) { chunk -> Bool in
@@ -78,15 +98,17 @@ enum SysfsFiles {
 
     /// A text attribute exactly as the kernel wrote it: UTF-8 with U+FFFD for invalid bytes,
     /// minus exactly one trailing newline and nothing else.
-    static func string(_ path: String, at directory: Int32 = AT_FDCWD) -> String? {
-        guard var bytes = read(path, at: directory) else { return nil }
+    static func string(_ path: String, at directory: Int32 = AT_FDCWD, stamp: UnsafeMutablePointer<FileStamp?>? = nil) -> String? {
+        guard var bytes = read(path, at: directory, stamp: stamp) else { return nil }
         if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A numeric attribute, with surrounding whitespace ignored.
-    static func integer<T: FixedWidthInteger>(_ path: String, at directory: Int32 = AT_FDCWD, radix: Int = 10, as: T.Type = T.self) -> T? {
-        guard let text = string(path, at: directory) else { return nil }
+    static func integer<T: FixedWidthInteger>(
+        _ path: String, at directory: Int32 = AT_FDCWD, radix: Int = 10, as: T.Type = T.self, stamp: UnsafeMutablePointer<FileStamp?>? = nil
+    ) -> T? {
+        guard let text = string(path, at: directory, stamp: stamp) else { return nil }
         return T(text.trimmingSpaces, radix: radix)
     }
 }
