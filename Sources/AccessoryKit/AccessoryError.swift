@@ -11,6 +11,7 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
         private enum Kind: Hashable, Sendable {
             case accessoryDisconnected(DisconnectReason)
             case timeout, stall, overflow, accessDenied, busy, notFound, protocolNotSupported, sessionClosed, cancelled, io
+            case invalidArgument
         }
 
         private let kind: Kind
@@ -32,6 +33,9 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
         public static let cancelled = Code(kind: .cancelled)
         /// Any other I/O failure.
         public static let io = Code(kind: .io)
+        /// A length, count or duration outside what the call accepts, or more than the host
+        /// can carry. The message names the value and the range; nothing was sent.
+        public static let invalidArgument = Code(kind: .invalidArgument)
 
         /// How the accessory went away, when that is what happened.
         public var disconnectReason: DisconnectReason? {

@@ -123,11 +123,14 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     }
 
     /// A control request goes to the accessory's Android Open Accessory part when it plays
-    /// a phone, else to its responder.
+    /// a phone, else to its responder. One over Linux usbfs's limit is refused with the
+    /// error the real host gives.
     func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8] {
         let operation = controlOperation(request, isIn: data.isIn)
         try checkPresent(operation)
         let outData: [UInt8]? = if case .send(let bytes) = data { bytes } else { nil }
+        try ArgumentCheck.controlLength(data.length, operation: operation)
+        _ = try ArgumentCheck.timeout(timeout, operation: operation)
         let reply = androidRole.flatMap { role in
             system.androidControl(instance: instance, role: role, request, outData)
         } ?? responder.onControl(request, outData)

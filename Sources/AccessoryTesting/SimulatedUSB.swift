@@ -72,7 +72,8 @@ public actor SimulatedUSB {
     /// (udevd relays it; real systems take tens to hundreds of milliseconds). A nonzero delay
     /// moves the virtual clock on by that much, running what falls due meanwhile, as
     /// ``advance(by:)`` does. `silently` sends no hotplug event, as when the monitor loses it:
-    /// the managers find out at their next reconcile that sees the truth.
+    /// the managers find out at their next reconcile that sees the truth. A negative delay
+    /// counts as zero.
     public func unplug(_ device: SimulatedDevice, silently: Bool = false, leftEventDelay: Duration = .zero) async {
         guard let present = system.device(named: device.port), present.info.descriptor.address == device.address else { return }
         system.endConnections(instance: present.instance, inStatus: .error)
@@ -127,7 +128,10 @@ public actor SimulatedUSB {
     /// The system sleeps for `duration`: CLOCK_BOOTTIME moves on and CLOCK_MONOTONIC does
     /// not, so a manager finds the gap at its next periodic reconcile (``advance(by:)`` by
     /// the reconcile interval) and reconciles at once.
+    ///
+    /// A negative duration counts as zero; BOOTTIME stops at the simulation's end of time.
     public func sleep(for duration: Duration) async {
+        let duration = Self.clamped(duration, from: system.uptime.boot)
         system.sleep(for: duration)
     }
 
@@ -137,7 +141,12 @@ public actor SimulatedUSB {
     ///
     /// Tasks the test has just started (a read with a timeout, say) get to run first, so
     /// that their sleeps on the clock start from the time before the advance.
+    ///
+    /// A negative duration counts as zero (time never runs back); the clock stops at the
+    /// simulation's end of time, `.seconds(Int64.max)`. Every periodic reconcile on the way
+    /// runs, so an advance costs in proportion to `duration` over the reconcile interval.
     public func advance(by duration: Duration) async {
+        let duration = Self.clamped(duration, from: system.now)
         await settle()
         let target = system.now + duration
         while true {
@@ -172,6 +181,15 @@ public actor SimulatedUSB {
     /// turns (it cannot tell when every task is idle).
     private func settle() async {
         for _ in 0..<64 { await Task.yield() }
+    }
+
+    /// The simulation's end of time: its clocks stop there, so that no arithmetic on them
+    /// overflows (`Duration` holds about 1.7 × 10²⁰ seconds, its `components` 9.2 × 10¹⁸).
+    static let endOfTime = Duration.seconds(Int64.max)
+
+    /// `duration` as a step from `now`: at least zero, and no further than ``endOfTime``.
+    static func clamped(_ duration: Duration, from now: Duration) -> Duration {
+        min(max(duration, .zero), max(endOfTime - now, .zero))
     }
 
     // MARK: For managers and replays in this package

@@ -472,6 +472,11 @@ void usbfs_set_kernel_driver(Instance *inst, unsigned int ifno, const char *name
 
 /* ---- control requests --------------------------------------------------------- */
 
+/* The largest data stage of one control transfer: the kernel's proc_control
+ * (USBDEVFS_CONTROL) refuses more than a page with EINVAL, and libusb refuses
+ * more than MAX_CTRL_BUFFER_LENGTH (4096) before any ioctl. */
+#define SIM_CTRL_MAX 4096
+
 static gsize string_descriptor(const Instance *inst, guint idx, guint8 *out)
 {
     if (idx == 0) {
@@ -854,6 +859,14 @@ static void submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, UMoc
             fail(ioc, EINVAL);
             return;
         }
+        if ((b[6] | b[7] << 8) > SIM_CTRL_MAX) {
+            /* The kernel's submit path takes more, but libusb never submits it
+             * (MAX_CTRL_BUFFER_LENGTH): a client that does must not pass here
+             * and fail on hardware. */
+            urb_free(r);
+            fail(ioc, EINVAL);
+            return;
+        }
         /* Complete the ioctl before touching the data buffer, so that the
          * submit does not copy it back to the client; the reap will. */
         inst->control_urbs++;
@@ -1202,6 +1215,11 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
             return;
         }
         struct usbdevfs_ctrltransfer *ct = (struct usbdevfs_ctrltransfer *)d->data;
+        if (ct->wLength > SIM_CTRL_MAX) {
+            g_object_unref(d); /* as proc_control: at most a page */
+            fail(ioc, EINVAL);
+            return;
+        }
         guint8 setup[8] = {ct->bRequestType, ct->bRequest, (guint8)(ct->wValue & 0xff), (guint8)(ct->wValue >> 8),
                            (guint8)(ct->wIndex & 0xff), (guint8)(ct->wIndex >> 8), (guint8)(ct->wLength & 0xff),
                            (guint8)(ct->wLength >> 8)};

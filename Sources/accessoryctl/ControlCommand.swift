@@ -46,10 +46,10 @@ struct ControlCommand: AsyncParsableCommand {
     @Flag(name: .customLong("out"), help: "Host to device: send --data (nothing by default).")
     var isOut = false
 
-    @Option(help: "IN: how many bytes to ask for (0–65535).")
+    @Option(help: "IN: how many bytes to ask for (0–4096, Linux usbfs's limit per control transfer).")
     var length: Int?
 
-    @Option(help: "OUT: the bytes to send, in hexadecimal (\"01 02 ff\" or \"0102ff\").")
+    @Option(help: "OUT: the bytes to send, in hexadecimal (\"01 02 ff\" or \"0102ff\"), at most 4096.")
     var data: String?
 
     @Option(name: .customLong("type"), help: "The request type: standard, class or vendor.")
@@ -77,12 +77,12 @@ struct ControlCommand: AsyncParsableCommand {
         guard isIn != isOut else { throw ValidationError("give exactly one of --in and --out") }
         if isIn {
             guard let length else { throw ValidationError("--in needs --length N") }
-            guard (0...65535).contains(length) else { throw ValidationError("--length must be 0–65535; got \(length)") }
+            try Self.checkLength(length, option: "--length")
             guard data == nil else { throw ValidationError("--data goes with --out, not --in") }
         } else {
             guard length == nil else { throw ValidationError("--length goes with --in, not --out") }
             let bytes = try Self.hexBytes(data ?? "")
-            guard bytes.count <= 65535 else { throw ValidationError("--data is \(bytes.count) bytes; a control transfer carries at most 65535") }
+            try Self.checkLength(bytes.count, option: "--data")
         }
         _ = try setup()
         try GlobalOptions.validateSeconds(timeout, option: "--timeout", allowsZero: false, atMost: 3600)
@@ -116,6 +116,16 @@ struct ControlCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         await manager.shutdown()
+    }
+
+    /// A data length the host can carry in one control transfer (the library's own check,
+    /// so the message is the one it gives), as bad usage.
+    static func checkLength(_ length: Int, option: String) throws(ValidationError) {
+        do {
+            try ArgumentCheck.controlLength(length, operation: "control")
+        } catch {
+            throw ValidationError("\(option): \(error.message)")
+        }
     }
 
     /// `02 00`: bytes as two-digit lowercase hexadecimal, space-separated.

@@ -3,6 +3,9 @@ import AccessoryCore
 extension AccessoryManager {
     /// Reads up to `length` bytes with a control request (device to host).
     ///
+    /// `length` is at most 4,096, Linux usbfs's limit for one control transfer. A `timeout`
+    /// longer than libusb's longest (2^32 − 1 ms, about 49.7 days) waits forever.
+    ///
     /// A device- or other-recipient request needs no claimed interface. An interface- or
     /// endpoint-recipient request claims its interface for the transfer, or goes through
     /// the session of this process that holds it.
@@ -13,15 +16,17 @@ extension AccessoryManager {
     /// - Throws: ``AccessoryError``: `.stall` when the device refuses the request; `.timeout`;
     ///   `.cancelled`; `.notFound` when the accessory is no longer connected; `.busy` when
     ///   another process holds the interface; `.accessDenied` naming the udev rule that fixes
-    ///   it; `.accessoryDisconnected` when the device is gone.
+    ///   it; `.accessoryDisconnected` when the device is gone; `.invalidArgument`, before
+    ///   anything is sent, for a length outside 0...4096 or a negative timeout.
     public func controlTransfer(
         from accessory: Accessory, _ request: ControlRequest, length: Int, timeout: Duration = .seconds(1)
     ) async throws(AccessoryError) -> [UInt8] {
         try await control(accessory, request, .receive(length), timeout: timeout)
     }
 
-    /// Sends `data` (possibly nothing) with a control request (host to device). See
-    /// ``controlTransfer(from:_:length:timeout:)`` for claims, cancellation and errors.
+    /// Sends `data` (possibly nothing, at most 4,096 bytes) with a control request (host to
+    /// device). See ``controlTransfer(from:_:length:timeout:)`` for limits, claims,
+    /// cancellation and errors.
     public func controlTransfer(
         to accessory: Accessory, _ request: ControlRequest, data: [UInt8] = [], timeout: Duration = .seconds(1)
     ) async throws(AccessoryError) {
@@ -68,6 +73,8 @@ extension AccessoryManager {
             deviceInfo(for: id)?.configuration?.interfaces.first { $0.endpoints.contains { $0.address == endpoint } }?.number
         }
         if request.recipient == .endpoint, interface == nil {
+        try ArgumentCheck.controlLength(data.length, operation: operation)
+        _ = try ArgumentCheck.timeout(timeout, operation: operation)
             throw AccessoryError(
                 .notFound, "accessory \(label) has no endpoint \(hexByte(UInt8(request.index & 0xff)))", operation: operation)
         }

@@ -16,9 +16,9 @@ final class LibUSBControlTransfer: Sendable {
 
     init(device: LibUSBDeviceHandle, request: ControlRequest, data: ControlData) throws(AccessoryError) {
         let operation = controlOperation(request, isIn: data.isIn)
-        guard data.length <= Int(UInt16.max) else {
-            throw AccessoryError(.io, "a control transfer carries at most 65535 bytes, not \(data.length)", operation: operation)
-        }
+        // Before the buffer is sized: a negative length would make it smaller than the setup
+        // packet. libusb itself refuses more than usbfs's page (INVALID_PARAM); say why first.
+        try ArgumentCheck.controlLength(data.length, operation: operation)
         let waiter = Waiter(isIn: data.isIn)
         let transfer = try LibUSBTransfer(
             device: device, endpoint: 0, type: .control, capacity: 8 + data.length, handler: waiter, operation: operation)
@@ -37,13 +37,15 @@ final class LibUSBControlTransfer: Sendable {
     /// - Returns: the bytes received (IN) or `[]` (OUT).
     func run(timeout: Duration) async throws(AccessoryError) -> [UInt8] {
         let device = transfer.device.node.description
+        // `nil` (libusb's 0) for a timeout longer than libusb can count: forever.
+        let limit = try ArgumentCheck.timeout(timeout, operation: operation)
         let result: Result<(TransferStatus, [UInt8]), AccessoryError> = await withTaskCancellationHandler {
             await withCheckedContinuation { c in
                 let failure = waiter.state.withLock { s -> AccessoryError? in
                     guard !s.cancelled else {
                         return AccessoryError(.cancelled, "the control transfer was cancelled", operation: operation)
                     }
-                    if let error = transfer.submit(length: 8 + length, timeout: timeout) { return error }
+                    if let error = transfer.submit(length: 8 + length, timeout: limit) { return error }
                     s.continuation = c
                     return nil
                 }

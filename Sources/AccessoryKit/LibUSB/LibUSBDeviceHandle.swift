@@ -222,11 +222,15 @@ final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
         return Int(transferred)
     }
 
-    /// A libusb timeout in milliseconds; 0 would mean "forever", so it is at least 1.
+    /// A libusb timeout in milliseconds, rounded down. libusb's 0 means "forever": a
+    /// timeout of less than 1 ms (negative included) is 1, and one longer than `UInt32`
+    /// milliseconds can hold (about 49.7 days) is 0, forever. Never traps, whatever the
+    /// duration (`Duration.components` itself traps beyond `Int64` seconds).
     static func milliseconds(_ d: Duration) -> UInt32 {
+        guard d <= ArgumentCheck.longestTimeout else { return 0 }
+        guard d >= .milliseconds(1) else { return 1 }
         let (seconds, attoseconds) = d.components
-        let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        return UInt32(clamping: max(ms, 1))
+        return UInt32(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 }
 

@@ -133,8 +133,10 @@ public actor AccessoryManager {
     /// When libusb cannot start (for example on a machine without USB), the manager logs a
     /// notice and relies on its periodic sysfs reconcile alone.
     /// - Throws: ``AccessoryError`` when libusb starts but hotplug registration or the event
-    ///   thread fails.
+    ///   thread fails; `.invalidArgument` for a configuration duration out of its range
+    ///   (`reconcileInterval` 1 ms...49.7 days, `debounce` 0...49.7 days).
     public init(configuration: Configuration = .init()) async throws(AccessoryError) {
+        try configuration.validate()
         let host = SystemUSBHost(
             sysfsRoot: configuration.sysfsRoot, protocolTable: configuration.protocolTable, logger: configuration.logger,
             reconcileInterval: configuration.reconcileInterval)
@@ -143,6 +145,7 @@ public actor AccessoryManager {
 
     /// A manager over any host: the system's, or a simulated one.
     package init(configuration: Configuration, host: any USBHost) async throws(AccessoryError) {
+        try configuration.validate()
         self.configuration = configuration
         self.host = host
         self.policy = HotplugPolicy(includeHubs: configuration.includeHubs, supportedProtocols: configuration.supportedProtocols)

@@ -17,7 +17,8 @@ extension AccessoryManager {
     ///   `.protocolNotSupported`, listing what it speaks; `.busy` when a session of this
     ///   process holds the protocol ("held by session 'X'"), when another process holds the
     ///   interface, or when a kernel driver is bound; `.accessDenied`, naming the udev rule
-    ///   that fixes it; `.accessoryDisconnected` when the device is gone.
+    ///   that fixes it; `.accessoryDisconnected` when the device is gone; `.invalidArgument`
+    ///   for an option out of its range (see ``AccessorySession/Options``).
     ///
     /// The device I/O (opening the node, reading interface names, claiming, selecting the
     /// alternate setting) runs off the manager's actor: an unresponsive device delays only
@@ -28,6 +29,7 @@ extension AccessoryManager {
     ) async throws(AccessoryError) -> AccessorySession {
         let label = AccessorySession.label(accessory)
         let operation = "open session"
+        try options.validate(operation: operation)
         guard !isShutDown else {
             throw AccessoryError(.sessionClosed, "the accessory manager has shut down", operation: operation)
         }

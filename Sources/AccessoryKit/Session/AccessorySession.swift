@@ -98,13 +98,14 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     ///   `.cancelled` when the task is cancelled; `.stall`; `.busy` when another task is
     ///   reading. Only a disconnection is final; a timeout or cancellation loses nothing.
     public func read() async throws(AccessoryError) -> [UInt8]? {
-        try await pipe.read(timeout: options.readTimeout).get()
+        try await pipe.read(timeout: ArgumentCheck.timeout(options.readTimeout, "readTimeout", operation: "read")).get()
     }
 
     /// The next chunk of input, waiting at most `timeout` (`nil`: forever) instead of
-    /// ``Options/readTimeout``. See ``read()``.
+    /// ``Options/readTimeout``. See ``read()``. A negative `timeout` throws `.invalidArgument`;
+    /// one longer than about 49.7 days (libusb's longest) waits forever.
     public func read(timeout: Duration?) async throws(AccessoryError) -> [UInt8]? {
-        try await pipe.read(timeout: timeout).get()
+        try await pipe.read(timeout: ArgumentCheck.timeout(timeout, operation: "read")).get()
     }
 
     /// Exactly `count` bytes of input, across chunks (zero-length packets are skipped); the
@@ -118,7 +119,10 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
 
     /// Exactly `count` bytes of input, waiting at most `timeout` (`nil`: forever). See
     /// ``read(exactly:)``.
+    /// A negative `count` or `timeout` throws `.invalidArgument`.
     public func read(exactly count: Int, timeout: Duration?) async throws(AccessoryError) -> [UInt8] {
+        try ArgumentCheck.check(count, in: 0...Int.max, "count", operation: "read")
+        let timeout = try ArgumentCheck.timeout(timeout, operation: "read")
         guard let bytes = try await pipe.read(exactly: count, timeout: timeout).get() else {
             throw AccessoryError(.sessionClosed, "\(self) is closed", operation: "read")
         }
@@ -141,28 +145,29 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     ///   failed output drops what it had not sent, so nothing after a gap is ever sent, and
     ///   ``AccessoryError/bytesTransferred`` says how much got through.
     public func write(_ bytes: [UInt8]) async throws(AccessoryError) {
-        try await pipe.write(bytes[...], timeout: options.writeTimeout).get()
+        try await pipe.write(bytes[...], timeout: writeTimeout("write")).get()
     }
 
     /// Queues `bytes`, waiting at most `timeout` (`nil`: forever) for room instead of
-    /// ``Options/writeTimeout``. See ``write(_:)-([UInt8])``.
+    /// ``Options/writeTimeout``. See ``write(_:)-([UInt8])``. A negative `timeout` throws
+    /// `.invalidArgument`; one longer than about 49.7 days waits forever.
     public func write(_ bytes: [UInt8], timeout: Duration?) async throws(AccessoryError) {
-        try await pipe.write(bytes[...], timeout: timeout).get()
+        try await pipe.write(bytes[...], timeout: ArgumentCheck.timeout(timeout, operation: "write")).get()
     }
 
     /// Queues `bytes`; see ``write(_:)-([UInt8])``.
     public func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) async throws(AccessoryError) {
-        try await pipe.write(Array(bytes)[...], timeout: options.writeTimeout).get()
+        try await pipe.write(Array(bytes)[...], timeout: writeTimeout("write")).get()
     }
 
     /// Queues the bytes of `data`; see ``write(_:)-([UInt8])``.
     public func write(_ data: Data) async throws(AccessoryError) {
-        try await pipe.write([UInt8](data)[...], timeout: options.writeTimeout).get()
+        try await pipe.write([UInt8](data)[...], timeout: writeTimeout("write")).get()
     }
 
     /// Queues `string` as UTF-8; see ``write(_:)-([UInt8])``.
     public func write(_ string: String) async throws(AccessoryError) {
-        try await pipe.write(Array(string.utf8)[...], timeout: options.writeTimeout).get()
+        try await pipe.write(Array(string.utf8)[...], timeout: writeTimeout("write")).get()
     }
 
     /// Waits until the accessory has accepted everything written, at most
@@ -171,13 +176,19 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     /// - Throws: what stopped the output (with ``AccessoryError/bytesTransferred``);
     ///   `.timeout` and `.cancelled` stop the output the same way.
     public func flush() async throws(AccessoryError) {
-        try await pipe.flush(timeout: options.writeTimeout).get()
+        try await pipe.flush(timeout: writeTimeout("flush")).get()
     }
 
     /// Waits until everything written has been sent, at most `timeout` (`nil`: forever).
-    /// See ``flush()``.
+    /// See ``flush()``. A negative `timeout` throws `.invalidArgument`; one longer than about
+    /// 49.7 days waits forever.
     public func flush(timeout: Duration?) async throws(AccessoryError) {
-        try await pipe.flush(timeout: timeout).get()
+        try await pipe.flush(timeout: ArgumentCheck.timeout(timeout, operation: "flush")).get()
+    }
+
+    /// ``Options/writeTimeout`` as the data plane takes it (checked when the session opened).
+    private func writeTimeout(_ operation: String) throws(AccessoryError) -> Duration? {
+        try ArgumentCheck.timeout(options.writeTimeout, "writeTimeout", operation: operation)
     }
 
     /// Clears a halt (stall) on both endpoints, after pausing the output and stopping the

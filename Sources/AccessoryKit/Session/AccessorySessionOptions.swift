@@ -1,6 +1,11 @@
 extension AccessorySession {
     /// How a session moves data. The defaults suit a high-speed bulk accessory. Each
     /// setting has one name, prefixed `read` or `write` where it concerns one direction.
+    ///
+    /// Opening a session with a setting out of its range throws `.invalidArgument` naming
+    /// it: transfers in flight 1...1024, `transferSize` 1...16 MiB (usbfs's default memory
+    /// limit), capacities and limits 0 or more, timeouts `nil` or 0 or more (longer than
+    /// about 49.7 days, libusb's longest, waits forever).
     public struct Options: Sendable, Hashable {
         /// IN transfers kept in flight.
         public var readsInFlight: Int
@@ -52,6 +57,18 @@ extension AccessorySession {
             self.readTimeout = readTimeout
             self.writeTimeout = writeTimeout
             self.detachKernelDriver = detachKernelDriver
+        }
+
+        /// Throws `.invalidArgument` for the first setting out of its range.
+        package func validate(operation: String) throws(AccessoryError) {
+            try ArgumentCheck.check(readsInFlight, in: 1...1024, "readsInFlight", operation: operation)
+            try ArgumentCheck.check(writesInFlight, in: 1...1024, "writesInFlight", operation: operation)
+            try ArgumentCheck.check(transferSize, in: 1...(16 << 20), "transferSize", operation: operation)
+            try ArgumentCheck.check(readBufferCapacity, in: 0...Int.max, "readBufferCapacity", operation: operation)
+            try ArgumentCheck.check(readBufferItemLimit, in: 0...Int.max, "readBufferItemLimit", operation: operation)
+            try ArgumentCheck.check(writeBufferCapacity, in: 0...Int.max, "writeBufferCapacity", operation: operation)
+            _ = try ArgumentCheck.timeout(readTimeout, "readTimeout", operation: operation)
+            _ = try ArgumentCheck.timeout(writeTimeout, "writeTimeout", operation: operation)
         }
     }
 }
