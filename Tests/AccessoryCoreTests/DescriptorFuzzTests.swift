@@ -1,18 +1,7 @@
 import Testing
 @testable import AccessoryCore
 
-/// SplitMix64: a small seeded generator, so a failing input can be reproduced.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}
+// The seeded generator is the core's own `SplitMix64`, so a failing input can be reproduced.
 
 @Suite("USB descriptor parser under hostile input")
 struct DescriptorFuzzTests {
@@ -54,9 +43,10 @@ struct DescriptorFuzzTests {
     static func check(_ input: [UInt8]) {
         if let d = try? USBDescriptorParser.parse(sysfsDescriptors: input) {
             for c in d.configurations {
-                precondition(c.interfaces.count <= USBDescriptorParser.maxInterfaceDescriptors)
+                // Recorded as failures that name the input, not a crash of the whole runner.
+                #expect(c.interfaces.count <= USBDescriptorParser.maxInterfaceDescriptors, "\(input)")
                 for i in c.interfaces {
-                    precondition(i.endpoints.count <= USBDescriptorParser.maxEndpointsPerInterface)
+                    #expect(i.endpoints.count <= USBDescriptorParser.maxEndpointsPerInterface, "\(input)")
                 }
             }
         }

@@ -63,15 +63,25 @@ struct HotplugNoticeQueueTests {
 
     @Test("finish wakes a waiting consumer, and cancelling one ends its wait")
     func wakeUps() async {
+        // Each wake-up is tested on a consumer known to be waiting (not merely given time to).
+        func waitUntilWaiting(_ q: HotplugNoticeQueue) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !q.isConsumerWaiting {
+                guard ContinuousClock.now < deadline else { return false }
+                await Task.yield()
+            }
+            return true
+        }
         let queue = HotplugNoticeQueue()
         let waiting = Task { await queue.next() }
-        try? await Task.sleep(for: .milliseconds(20))
+        #expect(await waitUntilWaiting(queue), "the consumer waits")
         queue.finish()
         #expect(await waiting.value.isEmpty)
+        #expect(!queue.isConsumerWaiting)
 
         let other = HotplugNoticeQueue()
         let cancelled = Task { await other.next() }
-        try? await Task.sleep(for: .milliseconds(20))
+        #expect(await waitUntilWaiting(other), "the consumer waits")
         cancelled.cancel()
         #expect(await cancelled.value.isEmpty)
         other.yield(Self.notice(9))

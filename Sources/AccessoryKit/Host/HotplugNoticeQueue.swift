@@ -36,6 +36,9 @@ package final class HotplugNoticeQueue: Sendable {
         waiter?.resume(returning: [notice])
     }
 
+    /// Whether a consumer is waiting in ``next()`` now (for tests that must know it waits).
+    package var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }
+
     /// Ends the queue: the consumer gets what is still queued, then an empty batch.
     package func finish() {
         let waiter = state.withLock { s -> CheckedContinuation<[HotplugNotice], Never>? in
