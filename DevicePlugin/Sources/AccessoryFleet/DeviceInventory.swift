@@ -4,12 +4,16 @@ import AccessoryCore
 /// its protocols, healthy while connected.
 ///
 /// It is a pure state machine fed with the manager's ``AccessoryEvent``s:
-/// - a connection makes its accessory's device (``DeviceID``) healthy, and remembers the
-///   connection, its port and its device node for ``allocation(for:)``;
+/// - the accessories connected now have the IDs ``DeviceID/assign(_:)`` gives them, a
+///   function of those accessories alone (no history), and are healthy; each remembers its
+///   connection, port and device node for ``allocation(for:)``;
 /// - a disconnection, whatever the reason (unplugged, a ghost evicted by the reconciler),
-///   makes it unhealthy, and it stays listed so that a scheduler sees it go and come back;
+///   makes its device unhealthy, and it stays listed so that a scheduler sees it go and come
+///   back;
 /// - the same accessory connecting again makes the same device healthy again, with its new
-///   connection and node (a re-enumeration, even a silent one, changes the node).
+///   connection and node (a re-enumeration, even a silent one, changes the node);
+/// - an ID that no present accessory has now (a serial alone, once a clone of it is
+///   present) is listed unhealthy: it is never handed to another accessory.
 public struct DeviceInventory: Sendable {
     /// One advertised device.
     public struct Device: Hashable, Sendable, Comparable {
@@ -50,16 +54,14 @@ public struct DeviceInventory: Sendable {
         }
     }
 
-    private struct Entry: Sendable {
-        var accessory: Accessory
-        var connected: Bool
-    }
-
     /// The protocols advertised; empty means every accessory.
     public let protocols: Set<String>
-    private var entries: [String: Entry] = [:]
-    /// The device of each current connection.
-    private var deviceOfConnection: [ConnectionID: String] = [:]
+    /// The advertised accessories connected now, by connection.
+    private var present: [ConnectionID: Accessory] = [:]
+    /// ``DeviceID/assign(_:)`` of `present`.
+    private var current: [String: Accessory] = [:]
+    /// Every ID given so far: listed, healthy while in `current`.
+    private var listed: Set<String> = []
 
     public init(protocols: Set<String> = []) {
         self.protocols = protocols
@@ -75,36 +77,47 @@ public struct DeviceInventory: Sendable {
     /// list, but ``allocation(for:)`` gives the new node at once.
     @discardableResult
     public mutating func apply(_ event: AccessoryEvent) -> Bool {
-        switch event {
-        case .connected(let accessory):
-            guard advertises(accessory) else { return false }
-            let id = DeviceID.of(accessory)
-            let wasHealthy = entries[id]?.connected ?? false
-            if let old = entries[id], old.connected { deviceOfConnection[old.accessory.connectionID] = nil }
-            entries[id] = Entry(accessory: accessory, connected: true)
-            deviceOfConnection[accessory.connectionID] = id
-            return !wasHealthy
-        case .disconnected(let accessory, _):
-            guard let id = deviceOfConnection.removeValue(forKey: accessory.connectionID),
-                entries[id]?.accessory.connectionID == accessory.connectionID
-            else { return false }
-            entries[id]?.connected = false
-            return true
+        apply(CollectionOfOne(event))
+    }
+
+    /// Applies several events at once, such as the accessories connected when the plugin
+    /// starts: IDs are given once, to the accessories present after the last, so two
+    /// clones that arrive together never list their serial alone.
+    @discardableResult
+    public mutating func apply(_ events: some Sequence<AccessoryEvent>) -> Bool {
+        var changed = false
+        for event in events {
+            switch event {
+            case .connected(let accessory):
+                guard advertises(accessory) else { continue }
+                // A port holds one device at a time: an older connection there has ended.
+                let port = accessory.descriptor.portKey
+                present = present.filter { $0.value.descriptor.portKey != port }
+                present[accessory.connectionID] = accessory
+            case .disconnected(let accessory, _):
+                guard present.removeValue(forKey: accessory.connectionID) != nil else { continue }
+            }
+            changed = true
         }
+        guard changed else { return false }
+        let before = devices
+        current = DeviceID.assign(present.values)
+        listed.formUnion(current.keys)
+        return devices != before
     }
 
     /// Every device seen, by ID.
     public var devices: [Device] {
-        entries.map { Device(id: $0.key, isHealthy: $0.value.connected) }.sorted()
+        listed.map { Device(id: $0, isHealthy: current[$0] != nil) }.sorted()
     }
 
     /// The current node and identity of a healthy device.
     public func allocation(for id: String) throws(AllocationError) -> Allocation {
-        guard let entry = entries[id] else { throw .unknown(id) }
-        guard entry.connected, let key = entry.accessory.descriptor.key else { throw .unhealthy(id) }
-        let d = entry.accessory.descriptor
+        guard listed.contains(id) else { throw .unknown(id) }
+        guard let accessory = current[id], let key = accessory.descriptor.key else { throw .unhealthy(id) }
+        let d = accessory.descriptor
         return Allocation(
-            deviceID: id, devicePath: key.devicePath, connectionID: entry.accessory.connectionID,
+            deviceID: id, devicePath: key.devicePath, connectionID: accessory.connectionID,
             bus: d.bus, port: d.port, serial: d.serial)
     }
 }

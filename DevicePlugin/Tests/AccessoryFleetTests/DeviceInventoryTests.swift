@@ -89,7 +89,10 @@ struct DeviceInventoryTests {
                   descriptor("K1", port: "1-3", address: 7, protocols: ["com.example.other"])] {
             for e in registry.apply(.added(d)).events { inventory.apply(e) }
         }
-        #expect(inventory.devices.map(\.id) == ["1209-0001-SN1", "1209-0001-SN1-port-1-2"])
+        // Both clones by port, never "the first one" by serial alone: the serial's ID, given
+        // while the first was alone, stays listed but unhealthy.
+        #expect(inventory.devices == [.init(id: "1209-0001-SN1", isHealthy: false), .init(id: "1209-0001-SN1-port-1-1", isHealthy: true),
+                                      .init(id: "1209-0001-SN1-port-1-2", isHealthy: true)])
         #expect(DeviceInventory().advertises(Accessory(connectionID: ConnectionID(rawValue: 1), descriptor: descriptor("K1", port: "1-3", address: 7, protocols: []))))
     }
 
