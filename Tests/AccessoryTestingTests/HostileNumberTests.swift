@@ -302,6 +302,25 @@ struct HostileNumberTests {
         #expect(await usb.devices.isEmpty)
     }
 
+    @Test("switchToAccessoryMode(wait:) out of 0...49.7 days is refused before anything is sent")
+    func androidWait() async throws {
+        let identity = AndroidAccessoryIdentity(manufacturer: "Example", model: "Numbers")
+        for wait in Self.durations {
+            let usb = SimulatedUSB()
+            await usb.plug(.androidPhone(serial: "PHONE"))
+            try await withAccessoryManager(usb: usb) { manager in
+                let phone = try #require(await manager.connectedAccessories.first)
+                let valid = wait >= .zero && wait <= .milliseconds(Int64(UInt32.max))
+                guard !valid else { return }
+                let result = await Self.outcome { () async throws(AccessoryError) in
+                    try await manager.switchToAccessoryMode(phone, identity: identity, wait: wait)
+                }
+                Self.check(result, valid: false, names: "wait \(wait)", "wait \(wait)")
+                #expect(await usb.accessoryStrings(of: usb.devices[0]).allSatisfy { $0 == nil }, "nothing was sent")
+            }
+        }
+    }
+
     @Test("updates(bufferLimit:) with any limit delivers, and stays bounded")
     func updatesBufferLimit() async throws {
         for limit in Self.ints {

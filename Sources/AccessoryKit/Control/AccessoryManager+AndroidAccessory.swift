@@ -25,14 +25,18 @@ extension AccessoryManager {
     ///   - wait: how long to wait for the phone to come back in accessory mode.
     /// - Throws: ``AccessoryError``: `.protocolNotSupported` when the device is not an AOA
     ///   device (GET_PROTOCOL stalls) or says protocol version 0; `.timeout` when it does not
-    ///   come back within `wait`; `.accessDenied` naming the udev rule that fixes it;
-    ///   `.notFound` when it is no longer connected; `.io` for a string over 255 bytes.
+    ///   come back within `wait`, or START's own error (`.stall`, `.io`, `.timeout`) when
+    ///   START failed and it did not come back either; `.accessDenied` naming the udev rule
+    ///   that fixes it; `.notFound` when it is no longer connected; `.io` for a string over
+    ///   255 bytes; `.cancelled`; `.invalidArgument`, before anything is sent, for a `wait`
+    ///   outside 0...49.7 days.
     public func switchToAccessoryMode(
         _ phone: Accessory, identity: AndroidAccessoryIdentity, wait: Duration = .seconds(10)
     ) async throws(AccessoryError) -> Accessory {
         let operation = "Android Open Accessory"
         let label = AccessorySession.label(phone)
         let d = phone.descriptor
+        try ArgumentCheck.check(wait, in: .zero...ArgumentCheck.longestInterval, "wait", operation: operation)
         if d.vendor == AOA.vendor, let product = d.product, AOA.accessoryProducts.contains(product) { return phone }
         let payloads = try identity.payloads()
         let device: any USBDeviceConnection
