@@ -47,11 +47,11 @@ let package = Package(
             name: "AccessoryFleetTests",
             dependencies: ["AccessoryFleet", .product(name: "AccessoryCore", package: "AccessoryKit")]),
         // The plugin driven by a fake kubelet written with the same generated code, under
-        // accessory-sim.
+        // accessory-sim; and its parts that need no kubelet, imported with @testable.
         .testTarget(
             name: "DevicePluginTests",
             dependencies: [
-                "KubeletDevicePluginAPI",
+                "KubeletDevicePluginAPI", "AccessoryFleet", "accessory-device-plugin",
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
                 .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
             ]),

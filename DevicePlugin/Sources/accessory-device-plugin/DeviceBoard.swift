@@ -12,6 +12,8 @@ final class DeviceBoard: Sendable {
         var published: [DeviceInventory.Device]
         var watchers: [Int: AsyncStream<[DeviceInventory.Device]>.Continuation] = [:]
         var nextWatcher = 0
+        /// While set, a new watcher ends at once: the server is stopping.
+        var refusing = false
         var closed = false
     }
 
@@ -25,6 +27,11 @@ final class DeviceBoard: Sendable {
     /// Applies one event; returns whether the list may have changed.
     func apply(_ event: AccessoryEvent) -> Bool {
         state.withLock { $0.inventory.apply(event) }
+    }
+
+    /// Applies several events at once (what is connected when the plugin starts).
+    func apply(_ events: [AccessoryEvent]) -> Bool {
+        state.withLock { $0.inventory.apply(events) }
     }
 
     /// Sends the current list to every watcher, if it differs from the last one sent.
@@ -45,7 +52,7 @@ final class DeviceBoard: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(
             of: [DeviceInventory.Device].self, bufferingPolicy: .bufferingNewest(1))
         let id: Int? = state.withLock { state in
-            guard !state.closed else { return nil }
+            guard !state.closed, !state.refusing else { return nil }
             continuation.yield(state.published)
             let id = state.nextWatcher
             state.nextWatcher += 1
@@ -77,14 +84,20 @@ final class DeviceBoard: Sendable {
         state.withLock { $0.published.filter(\.isHealthy).map(\.id) }
     }
 
-    /// Ends the ListAndWatch streams open now (a server that stops must not wait for them);
-    /// later ones work as before.
+    /// Ends the ListAndWatch streams open now, and those that start until
+    /// ``acceptWatchers()``: a server that stops must not wait for them.
     func endWatchers() {
         let watchers = state.withLock { state in
+            state.refusing = true
             defer { state.watchers.removeAll() }
             return Array(state.watchers.values)
         }
         for watcher in watchers { watcher.finish() }
+    }
+
+    /// Lets ListAndWatch streams follow the list again (a new server).
+    func acceptWatchers() {
+        state.withLock { $0.refusing = false }
     }
 
     /// Ends every ListAndWatch stream; later ones end at once.

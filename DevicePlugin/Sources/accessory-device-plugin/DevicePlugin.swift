@@ -29,10 +29,15 @@ struct DevicePlugin: Sendable {
     }
 
     /// Runs until cancelled; then ends every ListAndWatch stream, stops serving and removes
-    /// the socket.
+    /// its socket.
     func run() async throws {
         let (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let events = await manager.events(includingCurrent: true)
+        // What is connected now goes into the list before the plugin serves or registers, so
+        // the kubelet's first list is complete (no capacity 0, then N, at every start).
+        let (current, events) = await Self.subscribe(manager)
+        _ = board.apply(current.map { .connected($0) })
+        let devices = board.publish() ?? []
+        logger.info("devices: \(devices.count) healthy at the start")
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in events where board.apply(event) { changed.yield() }
@@ -57,6 +62,12 @@ struct DevicePlugin: Sendable {
                 throw error
             }
         }
+    }
+
+    /// The accessories connected now and every event after them, in one step on the
+    /// manager: nothing is missed or repeated.
+    private static func subscribe(_ manager: isolated AccessoryManager) -> ([Accessory], AsyncStream<AccessoryEvent>) {
+        (manager.connectedAccessories, manager.events(includingCurrent: false))
     }
 
     struct CannotListen: Error, CustomStringConvertible {
@@ -85,23 +96,41 @@ struct DevicePlugin: Sendable {
         }
     }
 
-    /// Serves on the socket and registers; serves again when the socket is removed (a
-    /// kubelet that restarts removes its plugins' sockets) and registers again when the
-    /// kubelet's socket is recreated.
-    private func serveAndRegister() async throws {
-        defer {
-            board.close()
-            unlink(socketPath)
-        }
+    /// Binds the socket; while another live instance serves on the path, waits for it to
+    /// go. Nil when cancelled meanwhile.
+    private func claimSocket() async throws -> PluginSocket? {
+        var waiting = false
         while !Task.isCancelled {
-            unlink(socketPath)  // a socket left by an earlier run would make bind fail
+            switch try PluginSocket.claim(socketPath) {
+            case .bound(let socket):
+                return socket
+            case .taken:
+                if !waiting {
+                    logger.notice("another instance serves on \(socketPath); waiting for it to stop")
+                    waiting = true
+                }
+                try? await Task.sleep(for: pollInterval)
+            }
+        }
+        return nil
+    }
+
+    /// Serves on the socket, then registers; serves again when the socket is removed (a
+    /// kubelet that restarts removes its plugins' sockets) and registers again when the
+    /// kubelet's socket is recreated. It removes only the socket it made, never another
+    /// instance's (a rolling update runs two for a while).
+    private func serveAndRegister() async throws {
+        defer { board.close() }
+        while !Task.isCancelled {
+            guard let socket = try await claimSocket() else { return }
+            defer { socket.removeIfInPlace() }
+            board.acceptWatchers()
             let transport = HTTP2ServerTransport.Posix(
-                address: .unixDomainSocket(path: socketPath), transportSecurity: .plaintext)
+                listeningSocketDescriptor: Int(socket.descriptor), transportSecurity: .plaintext)
             let server = GRPCServer(transport: transport, services: [DevicePluginService(board: board)])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await server.serve() }
                 try await Self.waitUntilListening(transport, path: socketPath)
-                let own = FileIdentity(path: socketPath)
                 logger.info("serving the DevicePlugin service on \(socketPath)")
                 var registeredWith: FileIdentity?
                 // After a refusal, the next try waits twice as long, up to 5 s.
@@ -109,6 +138,17 @@ struct DevicePlugin: Sendable {
                 var backoff = pollInterval
                 var lastSeen: FileIdentity?
                 while !Task.isCancelled {
+                    // Its own socket first: a kubelet that restarts removes it before it
+                    // makes its own, and a registration must not send it to a socket that
+                    // is gone.
+                    if !socket.isInPlace {
+                        if FileIdentity(path: socketPath) == nil {
+                            logger.notice("the plugin's socket \(socketPath) was removed; serving again")
+                        } else {
+                            logger.notice("the plugin's socket \(socketPath) was replaced by another; serving again when it goes")
+                        }
+                        break
+                    }
                     let kubelet = registration.socketIdentity
                     if kubelet != lastSeen {
                         // A new kubelet socket: try at once, whatever the last one refused.
@@ -130,10 +170,6 @@ struct DevicePlugin: Sendable {
                     } else if kubelet == nil, registeredWith != nil {
                         logger.notice("the kubelet's socket \(registration.kubeletSocket) is gone; waiting for it")
                         registeredWith = nil
-                    }
-                    if FileIdentity(path: socketPath) != own {
-                        logger.notice("the plugin's socket \(socketPath) was removed; serving again")
-                        break
                     }
                     try? await Task.sleep(for: pollInterval)
                 }

@@ -17,7 +17,8 @@ struct DevicePluginCommand: AsyncParsableCommand {
         discussion: """
             Serves the DevicePlugin service on DIR/ENDPOINT and registers it with the kubelet on \
             DIR/kubelet.sock. Each accessory that speaks one of the protocols is a device whose ID \
-            is its physical identity (VID-PID-SERIAL, or its port without a serial); it is Healthy \
+            is its physical identity (VID-PID-SERIAL; with the port too for every board of a serial \
+            that several present boards share; its port without a serial); it is Healthy \
             while connected and Unhealthy once it leaves, whether unplugged or evicted as a ghost, \
             and Healthy again under the same ID when it returns. Allocate gives a container the \
             accessory's current /dev/bus/usb node and ACCESSORY_* environment variables.

@@ -52,6 +52,10 @@ struct FileIdentity: Hashable, Sendable {
     init?(path: String) {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
+        self.init(status: st)
+    }
+
+    init(status st: stat) {
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
         changed = Int(st.st_ctim.tv_sec) * 1_000_000_000 + Int(st.st_ctim.tv_nsec)

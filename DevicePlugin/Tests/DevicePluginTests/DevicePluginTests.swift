@@ -159,6 +159,39 @@ struct DevicePluginTests {
         }
     }
 
+    @Test("Clones (one serial on two boards) keep their IDs when their address order swaps across a restart")
+    func clonesAcrossRestart() async throws {
+        for _ in 0..<2 { try Simulator.ctl("plug", "1209:0003:SN3:org.example.loopback") }
+        defer {
+            for d in (try? Simulator.devices(serial: "SN3")) ?? [] { _ = try? Simulator.ctl("unplug", "\(d.bus):\(d.address)") }
+        }
+        let clones = try Simulator.devices(serial: "SN3")
+        try #require(clones.count == 2)
+        let expected = Dictionary(uniqueKeysWithValues: clones.map { ("1209-0003-SN3-port-\($0.port)", $0.port) })
+
+        /// Each SN3 ID listed, healthy, and the port Allocate gives it.
+        func ports(_ running: Running) async throws -> [String: String] {
+            let list = try await running.lists.wait(timeout: .seconds(5), "four devices") { $0.count >= 4 }
+            var ports: [String: String] = [:]
+            for (id, health) in list where id.hasPrefix("1209-0003-") {
+                #expect(health == "Healthy", "\(id)")
+                ports[id] = try await allocate(running, [id]).containerResponses.first?.envs["ACCESSORY_PORT"]
+            }
+            return ports
+        }
+        try await withPlugin { running in
+            let got = try await ports(running)
+            #expect(got == expected)
+        }
+        // The clone with the lower address re-enumerates at a higher one; the plugin starts again.
+        let lower = try #require(clones.min { $0.address < $1.address })
+        try Simulator.ctl("replug", "\(lower.bus):\(lower.address)")
+        try await withPlugin { running in
+            let got = try await ports(running)
+            #expect(got == expected)
+        }
+    }
+
     @Test("An unknown ID is NOT_FOUND")
     func unknownID() async throws {
         try await withPlugin(watching: false) { running in
@@ -178,13 +211,15 @@ struct DevicePluginTests {
             try await running.lists.wait(timeout: .seconds(5), "a first list") { !$0.isEmpty }
             let before = running.lists.all.count
             await running.kubelet.stop()
-            // A kubelet that starts removes the plugins' sockets in its directory.
+            // A kubelet that starts removes the plugins' sockets in its directory, then
+            // makes its own: the plugin sees both at its next look.
             unlink(running.directory + "/" + Self.endpoint)
-            try await Task.sleep(for: .milliseconds(300))
             let restarted = ContinuousClock.now
             try await running.kubelet.start()
             let registrations = try await running.kubelet.waitForRegistrations(2, timeout: .seconds(5))
             #expect(registrations.count == 2)
+            // It served again before it registered: the kubelet's dial never failed.
+            #expect(running.kubelet.dialFailures == 0, "\(running.plugin.log)")
             #expect(registrations.last?.endpoint == Self.endpoint)
             print("registered again \(ContinuousClock.now - restarted) after the kubelet restarted")
             #expect(FileManager.default.fileExists(atPath: running.directory + "/" + Self.endpoint))
@@ -203,12 +238,69 @@ struct DevicePluginTests {
     func kubeletSocketRecreated() async throws {
         try await withPlugin(watching: false) { running in
             await running.kubelet.stop()
-            try await Task.sleep(for: .milliseconds(300))
             try await running.kubelet.start()
             let registrations = try await running.kubelet.waitForRegistrations(2, timeout: .seconds(5))
             #expect(registrations.map(\.version) == ["v1beta1", "v1beta1"])
             let options = try await running.kubelet.withPlugin(endpoint: Self.endpoint) { try await $0.getDevicePluginOptions(V1beta1_Empty()) }
             #expect(options.getPreferredAllocationAvailable)
+        }
+    }
+
+    @Test("Registers only once it knows its devices: the kubelet's first list already has both")
+    func firstListComplete() async throws {
+        try await withPlugin(watching: false) { running in
+            let first = try await Poll.until(timeout: .seconds(5), "the kubelet's first list") { running.kubelet.firstLists.first }
+            #expect(first == [Self.sn1: "Healthy", Self.sn2: "Healthy"])
+        }
+    }
+
+    @Test("A second instance leaves the first one's socket alone, waits, and takes over when the first exits")
+    func secondInstance() async throws {
+        try await withPlugin(watching: false) { running in
+            let socket = running.directory + "/" + Self.endpoint
+            let first = try #require(UnixListener.identity(of: socket))
+            let second = try PluginProcess(kubeletDir: running.directory)
+            do {
+                _ = try await Poll.until(timeout: .seconds(10), "the second instance to wait") {
+                    second.log.contains("another instance serves") ? true : nil
+                }
+            } catch {
+                Issue.record("the second instance:\n\(second.log)\nthe first:\n\(running.plugin.log)")
+                _ = second.stop(with: SIGTERM)
+                throw error
+            }
+            #expect(UnixListener.identity(of: socket) == first)
+            #expect(!running.plugin.log.contains("was removed"), "\(running.plugin.log)")
+
+            // The first exits (a rolling update): the second serves and registers.
+            #expect(running.plugin.stop(with: SIGTERM) == 0)
+            let registrations = try await running.kubelet.waitForRegistrations(2, timeout: .seconds(5))
+            #expect(registrations.last?.endpoint == Self.endpoint)
+            #expect(second.log.contains("serving the DevicePlugin service"), "\(second.log)")
+            let options = try await running.kubelet.withPlugin(endpoint: Self.endpoint) { try await $0.getDevicePluginOptions(V1beta1_Empty()) }
+            #expect(options.getPreferredAllocationAvailable)
+            #expect(second.stop(with: SIGTERM) == 0, "\(second.log)")
+            #expect(UnixListener.identity(of: socket) == nil)
+        }
+    }
+
+    @Test("On its way out it leaves a socket that another program made at its path")
+    func leavesAnotherSocket() async throws {
+        try await withPlugin(watching: false) { running in
+            let socket = running.directory + "/" + Self.endpoint
+            unlink(socket)
+            let other = try UnixListener(path: socket)
+            let identity = UnixListener.identity(of: socket)
+            do {
+                _ = try await Poll.until(timeout: .seconds(5), "the plugin to see another socket there") {
+                    running.plugin.log.contains("another instance serves") ? true : nil
+                }
+            } catch {
+                Issue.record("the plugin's log:\n\(running.plugin.log)")
+                throw error
+            }
+            #expect(running.plugin.stop(with: SIGTERM) == 0)
+            #expect(UnixListener.identity(of: other.path) == identity)
         }
     }
 

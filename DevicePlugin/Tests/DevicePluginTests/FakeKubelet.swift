@@ -7,6 +7,10 @@ import Synchronization
 /// A stand-in for the kubelet's side of the device plugin API, written with the same
 /// generated code: it serves `Registration` on `DIR/kubelet.sock` and records every
 /// registration, and it calls the plugin's `DevicePlugin` service on its socket.
+///
+/// As a kubelet does, it dials the plugin's endpoint while handling `Register` (a dial that
+/// fails refuses the registration, and is counted in ``dialFailures``), then follows
+/// ListAndWatch, keeping the first list of each stream (``firstLists``).
 final class FakeKubelet: Sendable {
     let directory: String
     var socketPath: String { directory + "/kubelet.sock" }
@@ -14,6 +18,7 @@ final class FakeKubelet: Sendable {
     /// How many registrations to refuse before accepting, and how many were refused.
     private let refusals = Mutex<(left: Int, made: Int)>((0, 0))
     private let server = Mutex<(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, any Error>)?>(nil)
+    private let dials = Mutex<(failures: Int, firstLists: [[String: String]], watches: [Task<Void, Never>])>((0, [], []))
 
     init(directory: String) {
         self.directory = directory
@@ -29,10 +34,42 @@ final class FakeKubelet: Sendable {
                 return true
             }
             if refuse { throw RPCError(code: .invalidArgument, message: "resource \(request.resourceName) is already registered") }
+            do {
+                _ = try await kubelet.withPlugin(endpoint: request.endpoint) { try await $0.getDevicePluginOptions(V1beta1_Empty()) }
+            } catch {
+                kubelet.dials.withLock { $0.failures += 1 }
+                throw RPCError(code: .unknown, message: "failed to dial device plugin at \(request.endpoint): \(error)")
+            }
             kubelet.registrations.withLock { $0.append(request) }
+            kubelet.follow(endpoint: request.endpoint)
             return V1beta1_Empty()
         }
     }
+
+    /// Follows the plugin's ListAndWatch, as a kubelet does after a registration; keeps the
+    /// stream's first list.
+    private func follow(endpoint: String) {
+        let task = Task { [self] in
+            _ = try? await withPlugin(endpoint: endpoint) { plugin in
+                try await plugin.listAndWatch(V1beta1_Empty()) { response in
+                    // Stays on the stream, as a kubelet does, until it ends or this stops.
+                    var first = true
+                    for try await list in response.messages where first {
+                        first = false
+                        let devices = Dictionary(list.devices.map { ($0.id, $0.health) }, uniquingKeysWith: { $1 })
+                        self.dials.withLock { $0.firstLists.append(devices) }
+                    }
+                }
+            }
+        }
+        dials.withLock { $0.watches.append(task) }
+    }
+
+    /// How many registrations failed because the plugin's endpoint could not be dialed.
+    var dialFailures: Int { dials.withLock { $0.failures } }
+
+    /// The first list of each ListAndWatch stream this kubelet opened, in order.
+    var firstLists: [[String: String]] { dials.withLock { $0.firstLists } }
 
     /// Starts serving `Registration` (a new socket file, as a kubelet that starts makes).
     func start() async throws {
@@ -47,6 +84,8 @@ final class FakeKubelet: Sendable {
     /// Stops serving and removes the socket, as a kubelet that goes away does.
     func stop() async {
         guard let (server, task) = self.server.withLock({ s in defer { s = nil }; return s }) else { return }
+        let watches = dials.withLock { d in defer { d.watches.removeAll() }; return d.watches }
+        for watch in watches { watch.cancel() }
         server.beginGracefulShutdown()
         _ = try? await task.value
         unlink(socketPath)

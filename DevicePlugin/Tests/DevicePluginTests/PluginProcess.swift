@@ -90,12 +90,18 @@ enum Simulator {
 
     /// The device with this serial in `ctl list` (`BUS ADDRESS PORT VID:PID SERIAL` lines).
     static func device(serial: String) throws -> (bus: Int, address: Int, port: String)? {
+        try devices(serial: serial).first
+    }
+
+    /// Every device with this serial in `ctl list`, in its order.
+    static func devices(serial: String) throws -> [(bus: Int, address: Int, port: String)] {
+        var found: [(bus: Int, address: Int, port: String)] = []
         for line in try output(of: ["list"]).split(separator: "\n") {
             let words = line.split(separator: " ").map(String.init)
             if words.count >= 5, words[4] == serial, let bus = Int(words[0]), let address = Int(words[1]) {
-                return (bus, address, words[2])
+                found.append((bus, address, words[2]))
             }
         }
-        return nil
+        return found
     }
 }
