@@ -84,12 +84,9 @@ public actor AccessoryManager {
 
     private var registry = ConnectionRegistry()
     private var entries: [ConnectionID: Entry] = [:]
-    private var subscribers: [UInt64: AsyncStream<AccessoryEvent>.Continuation] = [:]
-    /// Bounded subscribers (``updates(includingCurrent:bufferLimit:)``).
-    private var updateBuffers: [UInt64: UpdateBuffer] = [:]
-    private var nextSubscriber: UInt64 = 0
-    private var monitorTaps: [UInt64: AsyncStream<HotplugEvent>.Continuation] = [:]
-    private var observers: [@Sendable (AccessoryEvent) -> Void] = []
+    /// Every subscriber: ``events(includingCurrent:)``, ``updates(includingCurrent:bufferLimit:)``,
+    /// ``monitorEvents()`` and ``observe(_:)``.
+    private nonisolated let fanOut = SubscriberFanOut()
     private(set) var isShutDown = false
     /// Open sessions, by connection and protocol (see AccessoryManager+Sessions.swift): what
     /// closing each needs, and its handle weakly, so a dropped session is closed, not leaked.
@@ -187,8 +184,7 @@ public actor AccessoryManager {
         monitorTask?.cancel()
         timerTask?.cancel()
         pendingReconcile?.cancel()
-        for continuation in subscribers.values { continuation.finish() }
-        for buffer in updateBuffers.values { buffer.finish() }
+        fanOut.finish()
     }
 
     // MARK: Public API
@@ -207,21 +203,7 @@ public actor AccessoryManager {
     ///   connected, atomically with subscribing: nothing is missed or repeated.
     /// - Returns: a stream that finishes at ``shutdown()``; after it, a finished stream.
     public func events(includingCurrent: Bool = true) -> AsyncStream<AccessoryEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: AccessoryEvent.self, bufferingPolicy: .unbounded)
-        guard !isShutDown else {
-            continuation.finish()
-            return stream
-        }
-        if includingCurrent {
-            for accessory in connectedAccessories { continuation.yield(.connected(accessory)) }
-        }
-        let id = nextSubscriber
-        nextSubscriber += 1
-        subscribers[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(id) }
-        }
-        return stream
+        fanOut.events(first: includingCurrent ? connectedAccessories.map(AccessoryEvent.connected) : [])
     }
 
     /// A new bounded stream of notifications: as ``events(includingCurrent:)``, but when more
@@ -230,24 +212,11 @@ public actor AccessoryManager {
     /// what this subscriber has seen and the accessories connected now (see
     /// ``AccessoryUpdates``). Memory stays bounded however far behind it falls.
     public func updates(includingCurrent: Bool = true, bufferLimit: Int = 1024) -> AccessoryUpdates {
-        let buffer = UpdateBuffer(limit: bufferLimit, current: includingCurrent ? [] : connectedAccessories)
-        guard !isShutDown else {
-            buffer.finish()
-            return AccessoryUpdates(buffer: buffer)
-        }
-        if includingCurrent {
-            for accessory in connectedAccessories { buffer.push(.connected(accessory)) }
-        }
-        let id = nextSubscriber
-        nextSubscriber += 1
-        updateBuffers[id] = buffer
-        buffer.onTermination.withLock { $0 = { [weak self] in Task { await self?.removeUpdateBuffer(id) } } }
-        return AccessoryUpdates(buffer: buffer)
+        fanOut.updates(limit: bufferLimit, current: connectedAccessories, includingCurrent: includingCurrent)
     }
 
-    private func removeUpdateBuffer(_ id: UInt64) {
-        updateBuffers[id] = nil
-    }
+    /// How many subscribers are registered, observers included (for tests and diagnostics).
+    package var subscriberCount: Int { fanOut.count }
 
     /// Reconciles now with a fresh sysfs scan.
     /// - Returns: what the reconcile did; its events are those subscribers were sent.
@@ -301,13 +270,7 @@ public actor AccessoryManager {
         await closeSessionsAtShutdown()
         host.stopMonitoring()
         deliver(registry.shutdown(), infos: [:])
-        for continuation in subscribers.values { continuation.finish() }
-        subscribers.removeAll()
-        for buffer in updateBuffers.values { buffer.finish() }
-        updateBuffers.removeAll()
-        for continuation in monitorTaps.values { continuation.finish() }
-        monitorTaps.removeAll()
-        observers.removeAll()  // they may hold what holds the manager
+        fanOut.finish()  // observers too: they may hold what holds the manager
         await monitorTask?.value
         await timerTask?.value
         logger.debug("stopped")
@@ -318,27 +281,11 @@ public actor AccessoryManager {
     /// applied, a `.snapshot` of the OS truth at every reconcile, and `.sleep`/`.wake` when a
     /// system sleep is detected. Hidden devices (hubs, unsupported protocols) are left out.
     public func monitorEvents() -> AsyncStream<HotplugEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: HotplugEvent.self, bufferingPolicy: .unbounded)
-        guard !isShutDown else {
-            continuation.finish()
-            return stream
-        }
-        continuation.yield(.snapshot(connectedAccessories.map(\.descriptor)))
-        let id = nextSubscriber
-        nextSubscriber += 1
-        monitorTaps[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeMonitorTap(id) }
-        }
-        return stream
-    }
-
-    private func removeMonitorTap(_ id: UInt64) {
-        monitorTaps[id] = nil
+        fanOut.monitor(first: .snapshot(connectedAccessories.map(\.descriptor)))
     }
 
     private func tap(_ event: HotplugEvent) {
-        for continuation in monitorTaps.values { continuation.yield(event) }
+        fanOut.tap(event)
     }
 
     // MARK: Internal API for sessions
@@ -376,10 +323,6 @@ public actor AccessoryManager {
     }
 
     // MARK: Event handling
-
-    private func unsubscribe(_ id: UInt64) {
-        subscribers[id] = nil
-    }
 
     private func handle(_ notices: [HotplugNotice]) {
         for notice in notices { handle(notice) }
@@ -493,9 +436,7 @@ public actor AccessoryManager {
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
             sent.append(event)
-            for observer in observers { observer(event) }
-            for continuation in subscribers.values { continuation.yield(event) }
-            for buffer in updateBuffers.values { buffer.push(event) }
+            fanOut.send(event)
         }
         return sent
     }
@@ -509,7 +450,7 @@ public actor AccessoryManager {
     /// Calls `observer` with every notification as it is sent, synchronously, in order:
     /// what a replay collects without racing a stream.
     package func observe(_ observer: @escaping @Sendable (AccessoryEvent) -> Void) {
-        observers.append(observer)
+        fanOut.observe(observer)
     }
 
     /// Reconciles with the host's OS truth taken as authoritative, as a trace's `snapshot`
@@ -616,7 +557,7 @@ public actor AccessoryManager {
         // After hotplug events, only the ports they named are read; everything else is as
         // the registry has it. Periodic, wake, confirming, initial and suspicious looks read
         // everything (as does one whose raw truth is being recorded).
-        let partial = trigger == .debounced && !needsFullScan && isHotplugAvailable && monitorTaps.isEmpty
+        let partial = trigger == .debounced && !needsFullScan && isHotplugAvailable && !fanOut.isTapped
         let ports = touchedPorts
         touchedPorts.removeAll()
         if !partial { needsFullScan = false }
@@ -649,7 +590,7 @@ public actor AccessoryManager {
         var report = Reconciler().reconcile(
             &registry, against: HotplugPolicy.truth(truth, keeping: judgement.waiting, of: registry),
             isShown: { d in infos[d].map(isVisible) ?? true }, scope: scope)
-        if !monitorTaps.isEmpty { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
+        if fanOut.isTapped { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
         // Say what was seen: a session's operation found the device gone.
         report.events = report.events.map { event in
             if case .disconnected(let a, .ghostEvicted(.absentFromSnapshot)) = event, let operation = judgement.evict[a.connectionID] ?? nil {
