@@ -7,6 +7,7 @@ let package = Package(
     // umockdev. (No `platforms` entry: SwiftPM has none for Linux.)
     products: [
         .library(name: "AccessoryCore", targets: ["AccessoryCore"]),
+        .library(name: "AccessoryTraces", targets: ["AccessoryTraces"]),
         .library(name: "AccessoryKit", targets: ["AccessoryKit"]),
         .library(name: "AccessoryTesting", targets: ["AccessoryTesting"]),
         .executable(name: "accessoryctl", targets: ["accessoryctl"]),
@@ -32,23 +33,26 @@ let package = Package(
         .systemLibrary(
             name: "CUmockdev", path: "Sources/CUmockdev", pkgConfig: "umockdev-1.0",
             providers: [.apt(["libumockdev-dev", "libglib2.0-dev"])]),
-        // Pure core: no clock, no thread, no I/O.
+        // Pure core: no clock, no thread, no I/O (AccessoryCoreTests checks its sources).
         .target(name: "AccessoryCore"),
+        // Records: hotplug traces and the udevadm importer. Parsing is pure; files are read
+        // and written at the edges. Re-exported by AccessoryKit.
+        .target(name: "AccessoryTraces", dependencies: ["AccessoryCore"]),
         // Hardware bridge: libusb backend, manager and sessions.
         .target(
             name: "AccessoryKit",
             dependencies: [
-                "AccessoryCore", "CLibUSB",
+                "AccessoryCore", "AccessoryTraces", "CLibUSB",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
         // Simulated USB for users' tests: the real manager on an in-process host and a
         // virtual clock, and trace replay through it.
-        .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore"]),
+        .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTraces"]),
         .executableTarget(
             name: "accessoryctl",
             dependencies: [
-                "AccessoryKit", "AccessoryCore",
+                "AccessoryKit", "AccessoryCore", "AccessoryTraces",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -60,29 +64,29 @@ let package = Package(
             dependencies: ["CUmockdev", .product(name: "accessory-sim-preload", package: "AccessorySimPreload")]),
         .executableTarget(
             name: "AccessoryBench",
-            dependencies: ["AccessoryCore", "AccessoryKit", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryKit", .product(name: "Logging", package: "swift-log")]),
         // The Getting-started example: watch, open a session, handle a disconnection.
         .executableTarget(name: "AccessoryExample", dependencies: ["AccessoryKit", "AccessoryCore"]),
         // libFuzzer targets (see scripts/fuzz). Built normally, each replays files given as
         // arguments through its entry point.
         .target(name: "FuzzSupport", path: "Sources/FuzzSupport"),
-        .executableTarget(name: "FuzzTraceReader", dependencies: ["AccessoryCore", "FuzzSupport"]),
-        .executableTarget(name: "FuzzUdevadmImporter", dependencies: ["AccessoryCore", "FuzzSupport"]),
+        .executableTarget(name: "FuzzTraceReader", dependencies: ["AccessoryCore", "AccessoryTraces", "FuzzSupport"]),
+        .executableTarget(name: "FuzzUdevadmImporter", dependencies: ["AccessoryCore", "AccessoryTraces", "FuzzSupport"]),
         .executableTarget(name: "FuzzDescriptorParser", dependencies: ["AccessoryCore", "FuzzSupport"]),
         // What the test targets share: fixture paths, the ../shared conditions, and the
         // project's own replay and list checks.
         .target(name: "AccessoryTestSupport", path: "Tests/AccessoryTestSupport"),
-        .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
+        .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryTestSupport"]),
         .testTarget(
             name: "AccessoryKitTests",
             dependencies: [
-                "AccessoryKit", "AccessoryCore", "AccessoryTestSupport",
+                "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryTestSupport",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
-        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTestSupport"]),
+        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryTestSupport"]),
         .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),
         .testTarget(
             name: "AccessoryTestingTests",
-            dependencies: ["AccessoryTesting", "AccessoryKit", "AccessoryCore", "AccessoryTestSupport", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["AccessoryTesting", "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryTestSupport", .product(name: "Logging", package: "swift-log")]),
     ]
 )

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import Foundation
 
 /// Replays a generated trace with `accessoryctl replay --json` and parses the same file with

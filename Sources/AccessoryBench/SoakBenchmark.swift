@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import AccessoryKit
 import Foundation
 #if canImport(Glibc)

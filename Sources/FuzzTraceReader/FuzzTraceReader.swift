@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import FuzzSupport
 
 /// libFuzzer entry point: any bytes, read as a trace, must give records or a TraceError,

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import FuzzSupport
 
 /// libFuzzer entry point: any bytes, imported as a `udevadm monitor` log, give a trace or a

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import ArgumentParser
 #if canImport(Glibc)
 import Glibc

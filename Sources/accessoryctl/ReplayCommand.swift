@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import ArgumentParser
 
 struct ReplayCommand: ParsableCommand {

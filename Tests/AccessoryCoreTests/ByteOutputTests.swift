@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 @Suite("Encoding through a scratch buffer")
 struct ByteOutputTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 // The seeded generator is the core's own `SplitMix64`, so a failing input can be reproduced.
 

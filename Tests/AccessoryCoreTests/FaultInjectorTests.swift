@@ -1,5 +1,6 @@
 import Testing
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 @Suite("Fault injector")
 struct FaultInjectorTests {

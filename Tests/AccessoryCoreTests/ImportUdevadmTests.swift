@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import AccessoryTestSupport
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 @Suite("udevadm monitor importer")
 struct ImportUdevadmTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 /// Checks DESIGN.md's invariants 1–3 on a notification log, as it is delivered, and that
 /// every re-enumeration link names a connection that ended earlier on the same port, the

@@ -2,6 +2,7 @@ import AccessoryTestSupport
 import Foundation
 import Testing
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 /// The hand-written JSON parser against Foundation's `JSONSerialization`, line by line, over
 /// the trace reader's fuzz corpus (the package's traces, every udevadm log imported as a trace,

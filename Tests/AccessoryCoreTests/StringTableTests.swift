@@ -1,6 +1,7 @@
 import Testing
 
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 @Suite("Repeated strings are shared")
 struct StringTableTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 /// Paths and helpers the trace and import tests share.
 enum TraceTestSupport {

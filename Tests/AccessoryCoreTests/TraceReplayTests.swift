@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import AccessoryTestSupport
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 @Suite("Trace replay")
 struct TraceReplayTests {
@@ -45,7 +46,7 @@ struct TraceReplayTests {
     @Test("The package's own article on the format shows the same example lines")
     func examplesAreTheArticles() throws {
         let article = Fixtures.root.deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/AccessoryCore/AccessoryCore.docc/TraceFormat.md")
+            .appendingPathComponent("Sources/AccessoryTraces/AccessoryTraces.docc/TraceFormat.md")
         let text = try String(contentsOf: article, encoding: .utf8)
         for line in [Self.contractConnected, Self.contractDisconnected, Self.contractFinal] {
             #expect(text.contains("    " + line + "\n"), "TraceFormat.md has \(line)")

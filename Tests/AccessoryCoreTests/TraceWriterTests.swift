@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AccessoryCore
+@testable import AccessoryTraces
 
 @Suite("Trace writer")
 struct TraceWriterTests {

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import AccessoryTestSupport
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import Synchronization
 import Testing
 @testable import AccessoryKit

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import Foundation
 import Logging
 import Synchronization

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import Testing
 @testable import AccessoryKit
 

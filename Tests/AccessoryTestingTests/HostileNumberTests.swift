@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import AccessoryKit
 import AccessoryTesting
 import Foundation

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTraces
 import AccessoryKit
 import AccessoryTestSupport
 import AccessoryTesting

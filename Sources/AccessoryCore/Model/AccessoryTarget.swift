@@ -27,7 +27,7 @@ public enum AccessoryTarget: Hashable, Sendable, CustomStringConvertible {
             bus > 0, (1...127).contains(address)
         {
             self = .address(bus: bus, address: address)
-        } else if parts.count == 1, UdevadmEvent.isPortChain(Substring(text)) {
+        } else if parts.count == 1, PortChain.isValid(text.utf8) {
             self = .port(text)
         } else {
             throw ParseError(description: "TARGET must be VID:PID[:SERIAL] with 4 hex digits each (1209:0001), BUS:ADDRESS as list prints it (1:5), or a port chain (1-1.4); got '\(text)'")

@@ -14,7 +14,8 @@
 /// (``Accessory/previousConnectionID``) when the same port's last connection ended at most
 /// ``linkWindow`` before (by ``now``) and was the same physical accessory (VID, PID and
 /// serial, or a phone that came back in Android Open Accessory mode, 18d1:2d00–2d05, with
-/// its serial), or was switched into a new mode by its owner (``expectModeSwitch(of:)``).
+/// its serial), or was switched into a new mode by its owner while it waited for that
+/// (``expectModeSwitch(of:until:)``).
 public struct ConnectionRegistry: Sendable {
     /// Why the registry asks for a reconcile against the OS truth.
     public enum Suspicion: Hashable, Sendable {
@@ -43,9 +44,9 @@ public struct ConnectionRegistry: Sendable {
     /// arrives late (reordered events), it is not admitted.
     private var tombstones: [DeviceRemoval] = []
     private static let maxTombstones = 64
-    /// Connections their owner is switching into a new mode: their successor on the port
-    /// links to them whatever its IDs.
-    private var switching: Set<ConnectionID> = []
+    /// Connections their owner is switching into a new mode, with when the owner stops
+    /// waiting: a successor on the port by then links to them whatever its IDs.
+    private var switching: [ConnectionID: Duration] = [:]
 
     /// A VID:PID:serial identity, hashed as one integer and the serial's bytes (``TableHash``).
     private struct SerialKey: Hashable, Sendable {
@@ -75,7 +76,8 @@ public struct ConnectionRegistry: Sendable {
         var product: UInt16?
         var serial: String?
         var at: Duration
-        var switched: Bool
+        /// Until when a mode switch its owner announced links any successor.
+        var switchedUntil: Duration?
     }
 
     /// The time of the event being applied, on the caller's clock (a manager's monotonic
@@ -265,7 +267,7 @@ public struct ConnectionRegistry: Sendable {
             connectionID: ConnectionID(rawValue: nextID), descriptor: old.descriptor, hasClonedSerial: old.hasClonedSerial,
             previousConnectionID: old.previousConnectionID)
         nextID += 1
-        if !switching.isEmpty, switching.remove(id) != nil { switching.insert(accessory.connectionID) }
+        if !switching.isEmpty, let until = switching.removeValue(forKey: id) { switching[accessory.connectionID] = until }
         entries[accessory.connectionID] = accessory
         if let key = old.descriptor.key, byKey[key] == id { byKey[key] = accessory.connectionID }
         if ports[old.descriptor.portKey]?.current == id { ports[old.descriptor.portKey]?.current = accessory.connectionID }
@@ -283,11 +285,11 @@ public struct ConnectionRegistry: Sendable {
         let d = accessory.descriptor
         count(d, -1)
         if let key = d.key { byKey.remove(key, ifItIs: id) }
-        let switched = !switching.isEmpty && switching.remove(id) != nil
+        let switchedUntil = switching.isEmpty ? nil : switching.removeValue(forKey: id)
         if reason != .shutdown && ports.count >= portLimit { prunePorts() }
         let ended =
             reason == .shutdown
-            ? nil : Ended(id: id, vendor: d.vendor, product: d.product, serial: d.serial, at: now, switched: switched)
+            ? nil : Ended(id: id, vendor: d.vendor, product: d.product, serial: d.serial, at: now, switchedUntil: switchedUntil)
         func end(_ port: inout PortState) {
             if port.current == id { port.current = nil }
             if let ended { port.ended = ended }
@@ -297,11 +299,22 @@ public struct ConnectionRegistry: Sendable {
     }
 
     /// Says that the owner of connection `id` is about to make it re-enumerate in a new
-    /// mode (an Android Open Accessory switch, a reset): the next connection on its port
-    /// within ``linkWindow`` of its end continues it, whatever its IDs.
-    public mutating func expectModeSwitch(of id: ConnectionID) {
+    /// mode (an Android Open Accessory switch, a reset) and waits for that until `deadline`
+    /// (by ``now``): the next connection on its port within ``linkWindow`` of its end, and
+    /// no later than `deadline`, continues it, whatever its IDs. The mark ends at
+    /// `deadline` or with ``endModeSwitch(of:)``, whichever comes first.
+    public mutating func expectModeSwitch(of id: ConnectionID, until deadline: Duration) {
         guard entries[id] != nil else { return }
-        switching.insert(id)
+        switching[id] = deadline
+    }
+
+    /// Says that the owner of connection `id` no longer waits for its mode switch: from now
+    /// on only its physical identity links a successor to it.
+    public mutating func endModeSwitch(of id: ConnectionID) {
+        if switching.removeValue(forKey: id) != nil || entries[id] != nil { return }
+        // It ended already: forget the mark on the port it ended on (rare; one pass).
+        guard let i = ports.firstIndex(where: { $0.value.ended?.id == id }) else { return }
+        ports.values[i].ended?.switchedUntil = nil
     }
 
     /// How many ports are remembered before those with no entry and no recent end are
@@ -329,7 +342,7 @@ public struct ConnectionRegistry: Sendable {
     private static func continues(_ last: Ended, with d: AccessoryDescriptor, now: Duration, window: Duration) -> Bool {
         guard !last.id.isHidden, now - last.at <= window, now >= last.at else { return false }
         let same = agree(last.vendor, d.vendor) && agree(last.product, d.product) && agree(last.serial, d.serial)
-        return same || last.switched || isAccessoryMode(ofSerial: last.serial, d)
+        return same || last.switchedUntil.map { now <= $0 } == true || isAccessoryMode(ofSerial: last.serial, d)
     }
 
     /// Disconnects everything with reason `shutdown`, in ID order.

@@ -1,3 +1,4 @@
+import AccessoryCore
 import Foundation
 
 /// One event as `udevadm monitor` prints it: a `KERNEL[…]` or `UDEV  […]` header line and,
@@ -156,24 +157,9 @@ struct UdevadmEvent: Sendable {
         isPortChain(s.utf8)
     }
 
-    /// `^\\d+-\\d+(\\.\\d+)*$` over bytes.
+    /// `^\\d+-\\d+(\\.\\d+)*$` over bytes (``PortChain/isValid(_:)``).
     static func isPortChain(_ bytes: some Sequence<UInt8>) -> Bool {
-        // digits, "-", then digit runs separated by single dots
-        var sawDash = false
-        var runLength = 0
-        for b in bytes {
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"):
-                runLength += 1
-            case UInt8(ascii: "-") where !sawDash, UInt8(ascii: ".") where sawDash:
-                guard runLength > 0 else { return false }
-                sawDash = true
-                runLength = 0
-            default:
-                return false
-            }
-        }
-        return sawDash && runLength > 0
+        PortChain.isValid(bytes)
     }
 
     /// Copies in the properties this copy of the event lacks.

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// What ``UdevadmImporter`` made of one `udevadm monitor` log.
 public struct UdevadmImport: Hashable, Sendable {
     /// The USB device `add` and `remove` events, each once, in log order.

@@ -1,3 +1,4 @@
+import AccessoryCore
 import Foundation
 
 /// The line-by-line state of a `udevadm monitor` import: it turns lines into events and

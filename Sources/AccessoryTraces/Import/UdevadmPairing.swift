@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Pairs the kernel's and udev's copies of each USB device event as a log streams past,
 /// handing events on in log order as soon as no later line can change them.
 ///

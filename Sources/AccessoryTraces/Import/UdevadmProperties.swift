@@ -1,3 +1,4 @@
+import AccessoryCore
 import Foundation
 
 /// The `KEY=VALUE` properties of one `udevadm monitor` event that an import reads; the

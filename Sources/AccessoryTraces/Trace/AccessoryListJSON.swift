@@ -1,3 +1,4 @@
+import AccessoryCore
 /// The `accessoryctl list --json` form: one JSON array of objects with the trace format's
 /// device fields plus `connectionID` (and `manufacturer`, `name`, `protocols` where known).
 package enum AccessoryListJSON {

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// A sink that collects bytes in memory, for tests and for building output in one piece.
 public struct ByteBufferSink: TraceSink, Sendable {
     public var bytes: [UInt8] = []

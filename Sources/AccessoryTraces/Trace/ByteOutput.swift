@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Where the JSON encoders write: a growing `[UInt8]`, or a ``ScratchBytes`` buffer that a
 /// hot loop fills with plain stores and copies out once.
 protocol ByteOutput {

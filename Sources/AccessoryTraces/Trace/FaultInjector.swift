@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Damages a trace the way real monitors do — dropped, duplicated, reordered and delayed
 /// events, and addresses that wrap after 127 — deterministically from a seed.
 ///

@@ -1,3 +1,4 @@
+import AccessoryCore
 import Foundation
 
 /// A sink that writes straight to a file descriptor with `write(2)`, unbuffered.

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Appends JSON text to a byte buffer: the shared encoder of ``TraceWriter`` and
 /// ``ReplayOutput``. No Foundation, no intermediate strings.
 enum JSONBytes {

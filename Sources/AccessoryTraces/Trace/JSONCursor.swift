@@ -1,3 +1,4 @@
+import AccessoryCore
 /// A read position in one line of JSON, with the byte-level scanners that ``JSONLine`` and
 /// the trace decoder share. Nothing here allocates unless it returns a `String` or a value.
 struct JSONCursor {

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Parses one line of JSON Lines into a ``JSONValue``, byte by byte.
 ///
 /// Strict RFC 8259: strings must be valid UTF-8 with control characters escaped, `\uXXXX`

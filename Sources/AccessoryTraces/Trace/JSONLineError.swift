@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Why a line is not valid JSON, and where.
 package struct JSONLineError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The 1-based byte column where the problem was found.

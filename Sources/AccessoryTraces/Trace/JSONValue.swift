@@ -1,3 +1,4 @@
+import AccessoryCore
 /// A JSON value, as parsed from one line by ``JSONLine``.
 package enum JSONValue: Hashable, Sendable {
     case null

@@ -1,3 +1,4 @@
+import AccessoryCore
 import Foundation
 
 /// Reads a file descriptor (or bytes in memory) one line at a time, in chunks, never holding

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Formats replay notifications as JSON Lines, as `accessoryctl replay --json` prints them
 /// (TRACE-FORMAT.md, "Replay output").
 ///

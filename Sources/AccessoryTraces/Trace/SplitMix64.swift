@@ -1,3 +1,4 @@
+import AccessoryCore
 /// SplitMix64: a tiny seeded pseudo-random generator. The same seed gives the same numbers
 /// on every run and platform, which is what fault injection and generated traces need.
 package struct SplitMix64: RandomNumberGenerator, Hashable, Sendable {

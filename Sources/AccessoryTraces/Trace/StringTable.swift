@@ -1,3 +1,4 @@
+import AccessoryCore
 import Foundation
 
 /// Strings a trace repeats on every line (manufacturers, product names), decoded once:

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// A whole trace read into memory by ``TraceReader/readAll(path:)``.
 public struct TraceContents: Hashable, Sendable {
     public var header: TraceHeader?

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Encodes trace lines (header and events) as bytes, for ``TraceWriter``.
 enum TraceEncoding {
     static func appendHeader(_ header: TraceHeader, to out: inout some ByteOutput) {

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// A trace or log that cannot be used: the file, the line and the reason.
 ///
 /// Prints as `FILE:LINE: reason`, or `FILE: reason` when it concerns the whole file.

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Generates realistic hotplug traces from a seed, one record at a time.
 ///
 /// A fixed set of devices (each with its own VID, PID, serial and port on one of the buses)

@@ -1,3 +1,4 @@
+import AccessoryCore
 /// The optional first line of a trace:
 /// `{"format":"accessory-trace","version":1,"source":"…","started":"…"}`.
 public struct TraceHeader: Hashable, Sendable {

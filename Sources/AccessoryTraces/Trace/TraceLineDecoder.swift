@@ -1,3 +1,4 @@
+import AccessoryCore
 /// What one line of a trace holds.
 enum TraceLine {
     case blank

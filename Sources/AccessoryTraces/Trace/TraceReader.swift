@@ -1,3 +1,4 @@
+import AccessoryCore
 import Foundation
 
 /// Reads a hotplug trace (TRACE-FORMAT.md, version 1) one record at a time.

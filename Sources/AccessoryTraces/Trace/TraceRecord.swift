@@ -1,3 +1,4 @@
+import AccessoryCore
 /// One event of a hotplug trace, with its time and where it came from.
 public struct TraceRecord: Hashable, Sendable {
     /// Seconds since the start of the trace.

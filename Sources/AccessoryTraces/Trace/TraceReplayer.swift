@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Replays a trace through a ``ConnectionRegistry``, as TRACE-FORMAT.md's replay semantics
 /// say: records are applied in file order, every snapshot is reconciled, and once the trace
 /// ends the registry is reconciled against the last snapshot if events came after it.

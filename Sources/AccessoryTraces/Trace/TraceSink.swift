@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Where ``TraceWriter`` and ``ReplayOutput`` send their bytes.
 public protocol TraceSink {
     /// Writes all of `bytes`, or throws.

@@ -1,3 +1,4 @@
+import AccessoryCore
 import Foundation
 
 /// A write to a ``FileDescriptorSink`` failed.

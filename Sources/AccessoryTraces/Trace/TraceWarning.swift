@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Something a reader or importer tolerated but reports, such as a truncated last line.
 ///
 /// Prints as `FILE:LINE: reason`.

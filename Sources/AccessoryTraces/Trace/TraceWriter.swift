@@ -1,3 +1,4 @@
+import AccessoryCore
 /// Writes a hotplug trace (TRACE-FORMAT.md, version 1) to a ``TraceSink``.
 ///
 /// Fields are written in the contract's order (`t`, `event`, `bus`, `address`, `port`,
