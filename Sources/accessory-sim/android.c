@@ -21,7 +21,7 @@
  * handler devices.c registers, run on the main context (never on umockdev's
  * worker thread, never with sim.lock held), with the phone's BUS:ADDRESS.
  */
-#include "sim.h"
+#include "kinds.h"
 
 #include <errno.h>
 #include <string.h>

@@ -36,7 +36,9 @@
  * ACCESSORY_SIM_DEBUG=1 logs what the simulator does to stderr.
  */
 #define _GNU_SOURCE
-#include "sim.h"
+#include "control.h"
+#include "devices.h"
+#include "uevent_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,25 +63,11 @@
 
 extern char **environ;
 
-Sim sim;
-
 static GMainLoop *loop;
 static pid_t child_pid = -1;
 static int child_status;
 static int signal_pipe[2] = {-1, -1};
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-
-void sim_log(const char *fmt, ...)
-{
-    if (!sim.debug)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "accessory-sim: %s\n", msg);
-    g_free(msg);
-}
 
 static void usage(FILE *f)
 {

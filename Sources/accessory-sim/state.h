@@ -1,8 +1,15 @@
 /*
  * accessory-sim: virtual USB accessories on a umockdev testbed.
  *
- * Shared declarations. See main.c for the command-line interface and
- * control.c for the control protocol.
+ * The lowest layer: the types every layer shares, the one Sim (state.c),
+ * logging, instance references, specs (spec.c), reading an instance's
+ * descriptors (descriptors.c) and umockdev's worker thread (worker.c).
+ * The layers above, lowest first (scripts/check-sim-layers enforces it):
+ * uevent_guard.c, topology.c, materialize.c, the kinds (loopback.c, hub.c,
+ * android.c, kinds.c), the usbdevfs handler (urbs.c, ch9.c, usbfs.c),
+ * plug/unplug (devices.c), the control socket (commands.c, control.c) and
+ * main.c. No file calls a file above it; news travels upward through
+ * handlers that the layer above registers.
  *
  * Threads: the GLib default main context (main thread) runs the control
  * socket, child supervision and every testbed change (add/remove/uevent).
@@ -12,8 +19,8 @@
  * sim.lock: the testbed may need the worker thread, which may be waiting
  * for the lock.
  */
-#ifndef ACCESSORY_SIM_H
-#define ACCESSORY_SIM_H
+#ifndef ACCESSORY_SIM_STATE_H
+#define ACCESSORY_SIM_STATE_H
 
 #include <glib.h>
 #include <umockdev.h>
@@ -131,7 +138,12 @@ typedef struct {
 
 extern Sim sim;
 
+/* state.c: logging (ACCESSORY_SIM_DEBUG) and instance references */
 void sim_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+Instance *instance_ref(Instance *inst);
+void instance_unref(Instance *inst);
+/* Frees the echo FIFO (any thread; sim.lock held or instance unreachable). */
+void instance_fifo_clear(Instance *inst);
 
 /* A root hub or a plugged hub: it answers hub class requests and has ports. */
 static inline gboolean is_hub(const Instance *inst)
@@ -153,72 +165,37 @@ static inline unsigned int iface_slot(const Instance *inst, unsigned int n)
     return SIM_NIFACES;
 }
 
-/* What a device does with one endpoint (descriptors are immutable: any thread). */
+/* spec.c: parsing VID:PID[:SERIAL[:PROTOCOL]][,OPTION]... */
+gboolean spec_parse(const char *text, Spec *out, char **error);
+void spec_clear(Spec *spec);
+void spec_copy(Spec *dst, const Spec *src);
+
+/* descriptors.c: what an instance's descriptors say (immutable: any thread) */
+static inline unsigned le16(const guint8 *p)
+{
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
+static inline const guint8 *desc_bytes(const Instance *inst)
+{
+    return g_bytes_get_data(inst->descriptors, NULL);
+}
+/* The interface descriptor (alternate setting 0) of a slot, NULL: none. */
+const guint8 *interface_desc(const Instance *inst, unsigned int slot);
+/* What the descriptors say about one endpoint. */
 typedef struct {
     gboolean exists;
     unsigned int slot;  /* the interface that owns it */
     gboolean interrupt; /* an interrupt endpoint (else bulk) */
-    gboolean echoes;    /* 0x01 data comes back on 0x81; else OUT is taken and IN waits */
 } EndpointInfo;
 EndpointInfo endpoint_info(const Instance *inst, guint8 ep);
 
-/* android.c: Android Open Accessory 2 (kinds KIND_PHONE and KIND_PHONE_ACCESSORY) */
-GBytes *android_descriptors(const Spec *spec);
-void android_strings(const Spec *spec, char *strings[8]);
-/* A vendor request to a phone (worker thread, sim.lock held): returns as
- * control() does (bytes for IN, 0 for OUT, -EPIPE for a stall). */
-int android_control(Instance *inst, const guint8 *setup, const guint8 *out_data, guint8 *in_data, gsize avail);
-/* Called (main thread, sim.lock not held) about 20 ms after a phone at
- * BUS:ADDR got START: the layer above re-enumerates it (and ignores an
- * address that is no phone any more). */
-void android_set_switch_handler(void (*handler)(int bus, int addr));
-
-/* devices.c (main thread) */
-gboolean spec_parse(const char *text, Spec *out, char **error);
-void spec_clear(Spec *spec);
-void spec_copy(Spec *dst, const Spec *src);
-Instance *instance_ref(Instance *inst);
-void instance_unref(Instance *inst);
-void devices_init(int first_address, int nbuses);
-Instance *device_plug(const Spec *spec, const char *port, gboolean silent, char **error);
-void device_unplug(Instance *inst, gboolean silent);
-void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms);
-void device_remove_node(Instance *inst);
-Instance *device_replug(Instance *inst, gboolean silent, char **error);
-Instance *device_find(int bus, int addr);
-/* Whether the hub (or root hub) has something plugged into its port n (sim.lock held). */
-gboolean hub_port_connected(const Instance *hub, int n);
-void device_set_driver_link(Instance *inst, int ifno, const char *driver);
-void devices_shutdown(void);
-
-/* usbfs.c */
-UMockdevIoctlBase *usbfs_handler_new(Instance *inst);
+/* worker.c: umockdev's ioctl thread, whose main context sim.worker_ctx is */
 /* Learns umockdev's worker context by connecting to devnode's ioctl socket
  * (main thread, at start-up). */
-gboolean usbfs_capture_worker(const char *devnode);
+gboolean worker_capture(const char *devnode);
+/* Notes the calling thread's context as the worker's (worker thread). */
+void worker_note_context(void);
 /* Waits until the worker thread has run everything queued so far. */
-void usbfs_worker_barrier(void);
-/* Called with sim.lock held once an instance is marked gone: fails its
- * pending URBs with ENODEV (on the worker thread, where URB data lives). */
-void usbfs_instance_gone(Instance *inst);
-void usbfs_instance_gone_kernel_order(Instance *inst);
-/* Worker thread, sim.lock held: fail everything of a gone instance. */
-void usbfs_fail_all(Instance *inst);
-/* Frees the echo FIFO (any thread; sim.lock held or instance unreachable). */
-void usbfs_fifo_clear(Instance *inst);
-/* Binds (name) or unbinds (NULL) the pretend kernel driver; sim.lock held. */
-void usbfs_set_kernel_driver(Instance *inst, unsigned int ifno, const char *name);
-
-/* uevent_guard.c (main thread): the uevent lock and the shared-socket guard */
-gboolean uevent_guard_init(void);
-void uevent_guard_shutdown(void);
-/* umockdev_testbed_uevent() under the uevent lock, after a guard check */
-void sim_uevent(const char *syspath, const char *action);
-/* NULL when every uevent socket is its process's own, else what is wrong */
-char *uevent_guard_check(guint *sockets);
-
-/* control.c (main thread) */
-gboolean control_start(const char *path, char **error);
-void control_stop(void);
+void worker_barrier(void);
 
 #endif

@@ -21,7 +21,7 @@
  *    process without the shim in LD_PRELOAD) is a warning.
  */
 #define _GNU_SOURCE
-#include "sim.h"
+#include "uevent_guard.h"
 #include "../AccessorySimPreload/include/accessory_sim_preload.h"
 
 #include <errno.h>

@@ -1,0 +1,380 @@
+/*
+ * accessory-sim: a device in the testbed (sysfs and /dev).
+ *
+ * Every device is written into the testbed directory by hand, the way the
+ * kernel lays it out (sysfs directory with attributes, binary `descriptors`,
+ * `uevent`, `subsystem` and `driver` links, a child directory per interface,
+ * /sys/bus/usb/devices links, /sys/dev/char link, the /dev node whose
+ * contents are the descriptors like usbfs). The "add" uevents are sent only
+ * after everything is in place, so a hotplug listener never sees a half
+ * written device; a silent attach simply sends none. umockdev's own add
+ * functions are not used because they send the "add" uevent before the
+ * binary attributes and the /dev node exist.
+ *
+ * Removal sends "remove" for the interface and then the device (like the
+ * kernel) before deleting the files, since the event is built from the
+ * device's uevent file; a silent removal sends none.
+ */
+#define _GNU_SOURCE
+#include "materialize.h"
+#include "testbed.h"
+#include "topology.h"
+#include "uevent_guard.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Root ports per root hub. */
+#define ROOT_PORTS 255
+
+static int minor_of(const Instance *inst)
+{
+    return (inst->bus - 1) * 128 + inst->addr - 1;
+}
+
+static char *iface_syspath(const Instance *inst, unsigned int slot)
+{
+    return g_strdup_printf("%s/%s", inst->syspath, inst->ifnames[slot]);
+}
+
+static void write_interface_uevent(const Instance *inst, unsigned int slot, const char *ifdir)
+{
+    const guint8 *d = desc_bytes(inst);
+    const guint8 *intf = interface_desc(inst, slot);
+    GString *u = g_string_new(NULL);
+    if (inst->kdriver[slot])
+        g_string_append_printf(u, "DRIVER=%s\n", inst->kdriver[slot]);
+    g_string_append_printf(u, "DEVTYPE=usb_interface\n");
+    g_string_append_printf(u, "PRODUCT=%x/%x/%x\n", le16(d + 8), le16(d + 10), le16(d + 12));
+    g_string_append_printf(u, "TYPE=%d/%d/%d\n", d[4], d[5], d[6]);
+    g_string_append_printf(u, "INTERFACE=%d/%d/%d\n", intf[5], intf[6], intf[7]);
+    g_string_append_printf(u, "MODALIAS=usb:v%04Xp%04Xd%04Xdc%02Xdsc%02Xdp%02Xic%02Xisc%02Xip%02Xin%02X\n",
+                           le16(d + 8), le16(d + 10), le16(d + 12), d[4], d[5], d[6],
+                           intf[5], intf[6], intf[7], intf[2]);
+    char *path = g_build_filename(ifdir, "uevent", NULL);
+    tb_write_file(path, u->str, u->len);
+    g_free(path);
+    g_string_free(u, TRUE);
+}
+
+static void write_driver_link(const char *ifpath, const char *ifdir, const char *driver)
+{
+    char *link = g_build_filename(ifdir, "driver", NULL);
+    if (driver) {
+        char *up = tb_up_to_sys(ifpath);
+        char *target = g_strdup_printf("%sbus/usb/drivers/%s", up, driver);
+        tb_make_link(target, link);
+        g_free(target);
+        g_free(up);
+    } else {
+        tb_raw_unlink(link, 0);
+    }
+    g_free(link);
+}
+
+void materialize_driver_link(Instance *inst, int slot, const char *driver)
+{
+    char *ifpath = iface_syspath(inst, (unsigned int)slot);
+    char *ifdir = tb_path(ifpath);
+    write_driver_link(ifpath, ifdir, driver);
+    write_interface_uevent(inst, (unsigned int)slot, ifdir);
+    g_free(ifdir);
+    g_free(ifpath);
+}
+
+/* Writes the device into the testbed. The sysfs directory is built aside and
+ * renamed into place, so a scan never sees half a device; the
+ * /sys/bus/usb/devices links, which make it enumerable, come last. */
+static void write_device(Instance *inst)
+{
+    const guint8 *d = desc_bytes(inst);
+    gsize dlen = g_bytes_get_size(inst->descriptors);
+    const guint8 *cfg = d + 18;
+    int minor = minor_of(inst);
+    char *dir = g_strdup_printf("%s/.staging/%s", sim.root, inst->port);
+    char *final_dir = tb_path(inst->syspath);
+    char *up = tb_up_to_sys(inst->syspath);
+    char *target, *path;
+
+    tb_remove_tree(dir);
+    tb_mkdir_p(dir);
+    tb_attr(dir, "uevent",
+         "MAJOR=189\nMINOR=%d\nDEVNAME=bus/usb/%03d/%03d\nDEVTYPE=usb_device\nDRIVER=usb\n"
+         "PRODUCT=%x/%x/%x\nTYPE=%d/%d/%d\nBUSNUM=%03d\nDEVNUM=%03d\n",
+         minor, inst->bus, inst->addr, le16(d + 8), le16(d + 10), le16(d + 12),
+         d[4], d[5], d[6], inst->bus, inst->addr);
+    tb_attr(dir, "dev", "189:%d\n", minor);
+    tb_attr(dir, "busnum", "%d\n", inst->bus);
+    tb_attr(dir, "devnum", "%d\n", inst->addr);
+    if (inst->root_hub) {
+        tb_attr(dir, "devpath", "0\n");
+        tb_attr(dir, "maxchild", "%d\n", ROOT_PORTS);
+        tb_attr(dir, "removable", "unknown\n");
+    } else {
+        tb_attr(dir, "devpath", "%s\n", strchr(inst->port, '-') + 1);
+        tb_attr(dir, "maxchild", "%d\n", inst->spec.kind == KIND_HUB ? inst->spec.hub_ports : 0);
+        tb_attr(dir, "removable", "removable\n");
+    }
+    tb_attr(dir, "idVendor", "%04x\n", le16(d + 8));
+    tb_attr(dir, "idProduct", "%04x\n", le16(d + 10));
+    tb_attr(dir, "bcdDevice", "%04x\n", le16(d + 12));
+    tb_attr(dir, "bDeviceClass", "%02x\n", d[4]);
+    tb_attr(dir, "bDeviceSubClass", "%02x\n", d[5]);
+    tb_attr(dir, "bDeviceProtocol", "%02x\n", d[6]);
+    tb_attr(dir, "bMaxPacketSize0", "%d\n", d[7]);
+    tb_attr(dir, "bNumConfigurations", "%d\n", d[17]);
+    tb_attr(dir, "bConfigurationValue", "%d\n", cfg[5]);
+    tb_attr(dir, "bNumInterfaces", "%2d\n", cfg[4]);
+    tb_attr(dir, "bmAttributes", "%02x\n", cfg[7]);
+    tb_attr(dir, "bMaxPower", "%dmA\n", cfg[8] * 2);
+    tb_attr(dir, "configuration", "\n");
+    tb_attr(dir, "version", "%2x.%02x\n", d[3], d[2]);
+    tb_attr(dir, "speed", "480\n");
+    tb_attr(dir, "authorized", "1\n");
+    tb_attr(dir, "rx_lanes", "1\n");
+    tb_attr(dir, "tx_lanes", "1\n");
+    if (d[14] && inst->strings[d[14]])
+        tb_attr(dir, "manufacturer", "%s\n", inst->strings[d[14]]);
+    if (d[15] && inst->strings[d[15]])
+        tb_attr(dir, "product", "%s\n", inst->strings[d[15]]);
+    if (d[16] && inst->strings[d[16]])
+        tb_attr(dir, "serial", "%s\n", inst->strings[d[16]]);
+    path = g_build_filename(dir, "descriptors", NULL);
+    tb_write_file(path, d, dlen);
+    g_free(path);
+    target = g_strdup_printf("%sbus/usb", up);
+    path = g_build_filename(dir, "subsystem", NULL);
+    tb_make_link(target, path);
+    g_free(path);
+    g_free(target);
+    target = g_strdup_printf("%sbus/usb/drivers/usb", up);
+    path = g_build_filename(dir, "driver", NULL);
+    tb_make_link(target, path);
+    g_free(path);
+    g_free(target);
+
+    /* the interfaces */
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+        const guint8 *intf = interface_desc(inst, slot);
+        char *ifpath = iface_syspath(inst, slot);
+        char *ifdir = g_build_filename(dir, inst->ifnames[slot], NULL);
+        char *ifup = tb_up_to_sys(ifpath);
+        tb_mkdir_p(ifdir);
+        write_interface_uevent(inst, slot, ifdir);
+        tb_attr(ifdir, "bInterfaceNumber", "%02x\n", intf[2]);
+        tb_attr(ifdir, "bAlternateSetting", "%2d\n", intf[3]);
+        tb_attr(ifdir, "bNumEndpoints", "%02x\n", intf[4]);
+        tb_attr(ifdir, "bInterfaceClass", "%02x\n", intf[5]);
+        tb_attr(ifdir, "bInterfaceSubClass", "%02x\n", intf[6]);
+        tb_attr(ifdir, "bInterfaceProtocol", "%02x\n", intf[7]);
+        if (intf[8] && inst->strings[intf[8]])
+            tb_attr(ifdir, "interface", "%s\n", inst->strings[intf[8]]);
+        tb_attr(ifdir, "modalias", "usb:v%04Xp%04Xd%04Xdc%02Xdsc%02Xdp%02Xic%02Xisc%02Xip%02Xin%02X\n",
+             le16(d + 8), le16(d + 10), le16(d + 12), d[4], d[5], d[6], intf[5], intf[6],
+             intf[7], intf[2]);
+        target = g_strdup_printf("%sbus/usb", ifup);
+        path = g_build_filename(ifdir, "subsystem", NULL);
+        tb_make_link(target, path);
+        g_free(path);
+        g_free(target);
+        if (inst->kdriver[slot])
+            write_driver_link(ifpath, ifdir, inst->kdriver[slot]);
+        g_free(ifup);
+        g_free(ifdir);
+        g_free(ifpath);
+    }
+
+    /* the /dev node (usbfs shows the descriptors) and its major:minor for
+     * the preload's stat() emulation, before the device becomes visible */
+    char *node = tb_path(inst->devnode);
+    char *nodedir = g_path_get_dirname(node);
+    tb_mkdir_p(nodedir);
+    tb_write_file(node, d, dlen);
+    char *infodir = tb_path("/dev/.node");
+    tb_mkdir_p(infodir);
+    char *info = g_strdup(inst->devnode + strlen("/dev/"));
+    g_strdelimit(info, "/", '_');
+    path = g_build_filename(infodir, info, NULL);
+    target = g_strdup_printf("189:%d", minor);
+    tb_make_link(target, path);
+    g_free(target);
+    g_free(path);
+    g_free(info);
+    g_free(infodir);
+    g_free(nodedir);
+    g_free(node);
+
+    /* into place */
+    char *parent = g_path_get_dirname(final_dir);
+    tb_mkdir_p(parent);
+    g_free(parent);
+    if (rename(dir, final_dir) < 0)
+        g_printerr("accessory-sim: cannot move %s into place: %s\n", dir, g_strerror(errno));
+
+    char *chardir = tb_path("/sys/dev/char");
+    tb_mkdir_p(chardir);
+    target = g_strdup_printf("../..%s", inst->syspath + strlen("/sys"));
+    char *name = g_strdup_printf("189:%d", minor);
+    path = g_build_filename(chardir, name, NULL);
+    tb_make_link(target, path);
+    g_free(path);
+    g_free(name);
+    g_free(target);
+    g_free(chardir);
+
+    char *busdir = tb_path("/sys/bus/usb/devices");
+    tb_mkdir_p(busdir);
+    target = g_strdup_printf("../../..%s", inst->syspath + strlen("/sys"));
+    path = g_build_filename(busdir, inst->port, NULL);
+    tb_make_link(target, path);
+    g_free(path);
+    g_free(target);
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+        char *ifpath = iface_syspath(inst, slot);
+        target = g_strdup_printf("../../..%s", ifpath + strlen("/sys"));
+        path = g_build_filename(busdir, inst->ifnames[slot], NULL);
+        tb_make_link(target, path);
+        g_free(path);
+        g_free(target);
+        g_free(ifpath);
+    }
+    g_free(busdir);
+
+    g_free(up);
+    g_free(final_dir);
+    g_free(dir);
+}
+
+/* Removes the /dev node (and udev's record of it) only. */
+void materialize_remove_node(Instance *inst)
+{
+    tb_unlink(inst->devnode);
+    char *info = g_strdup(inst->devnode + strlen("/dev/"));
+    g_strdelimit(info, "/", '_');
+    char *rel = g_strdup_printf("/dev/.node/%s", info);
+    tb_unlink(rel);
+    g_free(rel);
+    g_free(info);
+}
+
+static void unlink_interface_links(Instance *inst)
+{
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+        char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->ifnames[slot]);
+        tb_unlink(rel);
+        g_free(rel);
+    }
+}
+
+void materialize_unlist(Instance *inst)
+{
+    unlink_interface_links(inst);
+    char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->port);
+    tb_unlink(rel);
+    g_free(rel);
+    materialize_remove_node(inst);
+}
+
+/* Takes the device out of the testbed: what umockdev_testbed_remove_device()
+ * does, in the reverse order of write_device(). */
+void materialize_detach(Instance *inst, gboolean silent)
+{
+    char *rel;
+    GError *err = NULL;
+
+    if (!silent) {
+        /* as the kernel: the interfaces' remove events (last first), then the device's */
+        for (unsigned int slot = inst->nifaces; slot-- > 0;) {
+            char *ifpath = iface_syspath(inst, slot);
+            sim_uevent(ifpath, "remove");
+            g_free(ifpath);
+        }
+        sim_uevent(inst->syspath, "remove");
+    }
+    unlink_interface_links(inst);
+    rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->port);
+    tb_unlink(rel);
+    g_free(rel);
+    char *dir = tb_path(inst->syspath);
+    tb_trash_tree(dir);
+    g_free(dir);
+    rel = g_strdup_printf("/sys/dev/char/189:%d", minor_of(inst));
+    tb_unlink(rel);
+    g_free(rel);
+    materialize_remove_node(inst);
+
+    if (!umockdev_testbed_detach_ioctl(sim.testbed, inst->devnode, &err)) {
+        g_printerr("accessory-sim: detaching %s: %s\n", inst->devnode, err ? err->message : "failed");
+        g_clear_error(&err);
+    }
+    g_clear_object(&inst->handler);
+}
+
+void materialize_attach(Instance *inst, gboolean silent)
+{
+    GError *err = NULL;
+    char *sock = g_strdup_printf("%s/ioctl%s", sim.root, inst->devnode);
+
+    tb_raw_unlink(sock, 0); /* a stale socket would make the listener fail */
+    g_free(sock);
+    if (!umockdev_testbed_attach_ioctl(sim.testbed, inst->devnode, inst->handler, &err)) {
+        g_printerr("accessory-sim: attaching %s: %s\n", inst->devnode, err ? err->message : "failed");
+        g_clear_error(&err);
+    }
+    /* umockdev starts listening on its worker thread; a detach before that
+     * leaves the listener running forever (a socket and the handler leak
+     * per quick plug/unplug, e.g. in a storm). */
+    worker_barrier();
+    write_device(inst);
+    if (!silent) {
+        sim_uevent(inst->syspath, "add");
+        for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+            char *ifpath = iface_syspath(inst, slot);
+            sim_uevent(ifpath, "add");
+            g_free(ifpath);
+        }
+    }
+}
+
+/* A minimal PCI device for the root hub to hang off, so that tools that
+ * look at the root hub's parent (lsusb -t) find a driver. No uevents. */
+void materialize_host_controller(int bus)
+{
+    char *hcd = topology_hcd_syspath(bus);
+    char *name = topology_hcd_name(bus);
+    char *dir = tb_path(hcd);
+    char *up = tb_up_to_sys(hcd);
+    char *target, *path;
+
+    tb_mkdir_p(dir);
+    tb_attr(dir, "uevent",
+         "DRIVER=xhci_hcd\nPCI_CLASS=C0330\nPCI_ID=8086:A36D\nPCI_SUBSYS_ID=8086:7270\n"
+         "PCI_SLOT_NAME=%s\nMODALIAS=pci:v00008086d0000A36Dsv00008086sd00007270bc0Csc03i30\n", name);
+    tb_attr(dir, "vendor", "0x8086\n");
+    tb_attr(dir, "device", "0xa36d\n");
+    tb_attr(dir, "class", "0x0c0330\n");
+    target = g_strdup_printf("%sbus/pci", up);
+    path = g_build_filename(dir, "subsystem", NULL);
+    tb_make_link(target, path);
+    g_free(path);
+    g_free(target);
+    target = g_strdup_printf("%sbus/pci/drivers/xhci_hcd", up);
+    path = g_build_filename(dir, "driver", NULL);
+    tb_make_link(target, path);
+    g_free(path);
+    g_free(target);
+    char *busdir = tb_path("/sys/bus/pci/devices");
+    tb_mkdir_p(busdir);
+    target = g_strdup_printf("../../..%s", hcd + strlen("/sys"));
+    path = g_build_filename(busdir, name, NULL);
+    tb_make_link(target, path);
+    g_free(path);
+    g_free(target);
+    g_free(busdir);
+    g_free(up);
+    g_free(dir);
+    g_free(name);
+    g_free(hcd);
+}
+

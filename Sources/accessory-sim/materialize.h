@@ -1,0 +1,28 @@
+/*
+ * accessory-sim: a device's sysfs directories and /dev node in the testbed,
+ * and its uevents (materialize.c). Main thread, sim.lock not held, unless
+ * noted.
+ */
+#ifndef ACCESSORY_SIM_MATERIALIZE_H
+#define ACCESSORY_SIM_MATERIALIZE_H
+
+#include "state.h"
+
+/* A minimal PCI device for bus B's root hub to hang off. No uevents. */
+void materialize_host_controller(int bus);
+/* Attaches inst->handler to the node, writes the device and (unless silent)
+ * sends its "add" uevents, the device's first. */
+void materialize_attach(Instance *inst, gboolean silent);
+/* Sends the "remove" uevents (unless silent), the interfaces' first, takes the
+ * device out of the testbed and detaches (and drops) inst->handler. */
+void materialize_detach(Instance *inst, gboolean silent);
+/* The kernel's first step of an unplug: out of /sys/bus/usb/devices, node gone;
+ * the directory stays for materialize_detach's uevent. */
+void materialize_unlist(Instance *inst);
+/* Removes the /dev node (and udev's record of it) only. */
+void materialize_remove_node(Instance *inst);
+/* The interface's driver link and uevent after a (pretend) bind or unbind
+ * (any thread, sim.lock held). */
+void materialize_driver_link(Instance *inst, int slot, const char *driver);
+
+#endif

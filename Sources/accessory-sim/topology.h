@@ -1,0 +1,41 @@
+/*
+ * accessory-sim: the topology (topology.c): buses, hubs, ports, addresses
+ * and the table of present devices. No I/O; callers hold sim.lock where
+ * noted (it is recursive).
+ */
+#ifndef ACCESSORY_SIM_TOPOLOGY_H
+#define ACCESSORY_SIM_TOPOLOGY_H
+
+#include "state.h"
+
+/* The port's bus: "3-1.4" -> 3; "usb2" -> 2. */
+int topology_bus_of(const char *port);
+/* The PCI name and sysfs path of bus B's host controller (an xHCI function,
+ * one root hub each): bus 1 is 0000:00:1d.0, bus B > 1 is 0000:00:0B.0. */
+char *topology_hcd_name(int bus);
+char *topology_hcd_syspath(int bus);
+/* The sysfs path of a device on PORT, under its parent as the kernel nests
+ * them ("usbN" for a root hub); sim.lock held. */
+char *topology_syspath(const char *port);
+
+/* Empties the table and resets the buses' addresses (main thread, at start-up). */
+void topology_init(int first_address, int nbuses);
+/* Checks PORT (NULL: the first free port of bus 1) and takes an address on
+ * its bus: *port_out and *addr_out, or FALSE and *error. sim.lock held. */
+gboolean topology_claim(const char *port, char **port_out, int *addr_out, char **error);
+/* Lists a claimed instance as present (takes the caller's reference); sim.lock held. */
+void topology_add(Instance *inst);
+/* Unlists it and frees its address; FALSE if it was not listed. sim.lock held. */
+gboolean topology_remove(Instance *inst);
+/* The present, not gone device at BUS:ADDR, or NULL. */
+Instance *topology_find(int bus, int addr);
+/* Whether the hub (or root hub) has something plugged into its port n (sim.lock held). */
+gboolean hub_port_connected(const Instance *hub, int n);
+/* The devices behind a hub, the deepest first (references held). */
+GPtrArray *topology_behind(const Instance *hub);
+/* Every present device, not gone, by bus and port (references held). */
+GPtrArray *topology_present(void);
+/* Empties the table and returns what was in it (the table's references). */
+GPtrArray *topology_take_all(void);
+
+#endif
