@@ -34,26 +34,25 @@
  * for "list"), 1 on "error", 2 if the simulator cannot be reached.
  *
  * ACCESSORY_SIM_DEBUG=1 logs what the simulator does to stderr.
+ *
+ * This file parses the command line, runs COMMAND and wires the layers
+ * together (see state.h for them); the ctl client is ctl_client.c, the
+ * private directories privdir.c.
  */
 #define _GNU_SOURCE
 #include "control.h"
 #include "devices.h"
+#include "process.h"
 #include "uevent_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <glib-unix.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/magic.h>
-#include <sys/socket.h>
-#include <sys/statfs.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,87 +92,6 @@ static void usage(FILE *f)
             "  help\n");
 }
 
-/* ---- ctl client ------------------------------------------------------------- */
-
-static int ctl_main(int argc, char **argv)
-{
-    const char *path = getenv("ACCESSORY_SIM_SOCKET");
-    struct sockaddr_un sa;
-    GString *line, *reply;
-    int fd;
-
-    if (argc < 1) {
-        usage(stderr);
-        return 2;
-    }
-    if (!path || !*path) {
-        fprintf(stderr, "accessory-sim ctl: ACCESSORY_SIM_SOCKET is not set (run under accessory-sim)\n");
-        return 2;
-    }
-    line = g_string_new(NULL);
-    for (int i = 0; i < argc; i++) {
-        if (argv[i][0] == '\0' || strpbrk(argv[i], " \t\r\n")) {
-            printf("error usage: arguments must be non-empty and contain no blanks\n");
-            g_string_free(line, TRUE);
-            return 1;
-        }
-        g_string_append_printf(line, "%s%s", i ? " " : "", argv[i]);
-    }
-    g_string_append_c(line, '\n');
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        fprintf(stderr, "accessory-sim ctl: socket path too long: %s\n", path);
-        return 2;
-    }
-    strcpy(sa.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        fprintf(stderr, "accessory-sim ctl: cannot connect to %s: %s\n", path, g_strerror(errno));
-        return 2;
-    }
-    for (gsize off = 0; off < line->len;) {
-        ssize_t n = send(fd, line->str + off, line->len - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            fprintf(stderr, "accessory-sim ctl: send: %s\n", g_strerror(errno));
-            return 2;
-        }
-        off += (gsize)n;
-    }
-    shutdown(fd, SHUT_WR);
-    reply = g_string_new(NULL);
-    for (;;) {
-        char buf[4096];
-        ssize_t n = read(fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        g_string_append_len(reply, buf, n);
-    }
-    close(fd);
-    fwrite(reply->str, 1, reply->len, stdout);
-    fflush(stdout);
-
-    int rc;
-    if (g_str_has_prefix(reply->str, "error"))
-        rc = 1;
-    else if (g_str_has_prefix(reply->str, "ok") || strcmp(argv[0], "list") == 0
-             || (strcmp(argv[0], "aoa-strings") == 0 && !g_str_has_prefix(reply->str, "error")))
-        rc = 0;
-    else {
-        fprintf(stderr, "accessory-sim ctl: no reply from the simulator\n");
-        rc = 2;
-    }
-    g_string_free(reply, TRUE);
-    g_string_free(line, TRUE);
-    return rc;
-}
-
-/* ---- signals and the child --------------------------------------------------- */
 
 static void on_signal_raw(int signo, siginfo_t *info, void *ctx)
 {
@@ -265,135 +183,6 @@ static int spawn_command(char **cmd)
     return 0;
 }
 
-/* ---- set-up and tear-down --------------------------------------------------- */
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
-static void remove_tree(const char *path)
-{
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static gboolean is_tmpfs_dir(const char *path)
-{
-    struct statfs fs;
-    return path && *path && statfs(path, &fs) == 0 && fs.f_type == TMPFS_MAGIC && access(path, W_OK | X_OK) == 0;
-}
-
-/* The testbed is thousands of small files written and removed on every
- * plug/unplug; on a disk file system that costs milliseconds per device,
- * so it goes on a tmpfs when there is one. */
-static const char *testbed_base(const char *tmpdir)
-{
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    if (is_tmpfs_dir(tmpdir))
-        return tmpdir;
-    if (is_tmpfs_dir(xdg))
-        return xdg;
-    if (is_tmpfs_dir("/dev/shm"))
-        return "/dev/shm";
-    return tmpdir;
-}
-
-/* ---- private directories ---------------------------------------------- */
-
-#define OWNER_FILE ".accessory-sim-owner"
-
-/* The kernel's start time of a process (field 22 of /proc/PID/stat), which
- * tells a live owner from a recycled PID; 0 if there is no such process. */
-static unsigned long long process_start_time(long pid)
-{
-    char path[64], *text = NULL, *p;
-    unsigned long long start = 0;
-    g_snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    if (!g_file_get_contents(path, &text, NULL, NULL))
-        return 0;
-    p = strrchr(text, ')'); /* the command name may contain anything */
-    if (p) {
-        gchar **fields = g_strsplit(p + 2, " ", 0);
-        if (g_strv_length(fields) > 19)
-            start = g_ascii_strtoull(fields[19], NULL, 10);
-        g_strfreev(fields);
-    }
-    g_free(text);
-    return start;
-}
-
-static void write_owner(const char *dir)
-{
-    char *path = g_build_filename(dir, OWNER_FILE, NULL);
-    char *text = g_strdup_printf("%ld %llu\n", (long)getpid(), process_start_time((long)getpid()));
-    if (!g_file_set_contents(path, text, -1, NULL))
-        fprintf(stderr, "accessory-sim: cannot write %s\n", path);
-    g_free(text);
-    g_free(path);
-}
-
-/* Removes directories left behind by simulators that were killed (SIGKILL
- * skips the clean-up): PREFIX.* in BASE whose owner process is gone. */
-static void sweep_stale(const char *base, const char *prefix)
-{
-    GDir *d = g_dir_open(base, 0, NULL);
-    const char *name;
-    char *want = g_strdup_printf("%s.", prefix);
-    if (!d) {
-        g_free(want);
-        return;
-    }
-    while ((name = g_dir_read_name(d)) != NULL) {
-        if (!g_str_has_prefix(name, want) || strlen(name) != strlen(want) + 6)
-            continue;
-        char *dir = g_build_filename(base, name, NULL);
-        char *owner = g_build_filename(dir, OWNER_FILE, NULL);
-        char *text = NULL;
-        long pid = 0;
-        unsigned long long start = 0;
-        if (g_file_get_contents(owner, &text, NULL, NULL) && sscanf(text, "%ld %llu", &pid, &start) == 2 &&
-            pid > 0 && process_start_time(pid) != start)
-            remove_tree(dir);
-        g_free(text);
-        g_free(owner);
-        g_free(dir);
-    }
-    g_dir_close(d);
-    g_free(want);
-}
-
-static char *make_private_dir(const char *base, const char *prefix)
-{
-    char *tmpl;
-    struct sockaddr_un sa;
-
-    tmpl = g_strdup_printf("%s/%s.XXXXXX", base, prefix);
-    /* the control socket must fit in sun_path */
-    if (strlen(tmpl) + strlen("/ctl.sock") >= sizeof(sa.sun_path)) {
-        g_free(tmpl);
-        tmpl = g_strdup_printf("/tmp/%s.XXXXXX", prefix);
-    }
-    char *parent = g_path_get_dirname(tmpl);
-    sweep_stale(parent, prefix);
-    g_free(parent);
-    if (!mkdtemp(tmpl)) {
-        fprintf(stderr, "accessory-sim: cannot create a directory in %s: %s\n", base, g_strerror(errno));
-        g_free(tmpl);
-        return NULL;
-    }
-    write_owner(tmpl);
-    return tmpl;
-}
-
-/* The simulator's own preload shim (Sources/AccessorySimPreload), which must
- * sit in front of umockdev's in LD_PRELOAD: it gives every process's uevent
- * socket a name of its own (issue #16). SwiftPM builds it beside this binary. */
 static char *find_preload_shim(void)
 {
     char self[4096];
@@ -545,12 +334,12 @@ static int run_main(int argc, char **argv)
      * TMPDIR. Set TMPDIR before any GLib call: g_get_tmp_dir() caches it,
      * and umockdev creates the testbed there. */
     const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    privdir = make_private_dir(testbed_base(tmpdir), "accessory-sim");
+    privdir = privdir_make(privdir_testbed_base(tmpdir), "accessory-sim");
     if (!privdir)
         return 2;
-    childtmp = make_private_dir(tmpdir, "accessory-sim-tmp");
+    childtmp = privdir_make(tmpdir, "accessory-sim-tmp");
     if (!childtmp) {
-        remove_tree(privdir);
+        privdir_remove(privdir);
         return 2;
     }
     setenv("TMPDIR", privdir, 1);
@@ -562,8 +351,8 @@ static int run_main(int argc, char **argv)
     setenv("TMPDIR", childtmp, 1);
     sim_log("testbed %s", sim.root);
     if (!uevent_guard_init()) {
-        remove_tree(privdir);
-        remove_tree(childtmp);
+        privdir_remove(privdir);
+        privdir_remove(childtmp);
         return 2;
     }
     loop = g_main_loop_new(NULL, FALSE);
@@ -614,8 +403,8 @@ static int run_main(int argc, char **argv)
     devices_shutdown();
     uevent_guard_shutdown();
     g_clear_object(&sim.testbed);
-    remove_tree(privdir);
-    remove_tree(childtmp);
+    privdir_remove(privdir);
+    privdir_remove(childtmp);
     g_free(childtmp);
     g_free(sim.root);
     g_free(sock);
@@ -627,7 +416,12 @@ static int run_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "ctl") == 0)
-        return ctl_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "ctl") == 0) {
+        if (argc < 3) {
+            usage(stderr);
+            return 2;
+        }
+        return ctl_client_main(argc - 2, argv + 2);
+    }
     return run_main(argc, argv);
 }

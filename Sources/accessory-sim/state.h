@@ -5,10 +5,11 @@
  * logging, instance references, specs (spec.c), reading an instance's
  * descriptors (descriptors.c) and umockdev's worker thread (worker.c).
  * The layers above, lowest first (scripts/check-sim-layers enforces it):
- * uevent_guard.c, topology.c, materialize.c, the kinds (loopback.c, hub.c,
- * android.c, kinds.c), the usbdevfs handler (urbs.c, ch9.c, usbfs.c),
- * plug/unplug (devices.c), the control socket (commands.c, control.c) and
- * main.c. No file calls a file above it; news travels upward through
+ * uevent_guard.c, topology.c, materialization (testbed.c, materialize.c),
+ * the kinds (loopback.c, hub.c, android.c, kinds.c), the usbdevfs handler
+ * (urbs.c, clients.c, ch9.c, usbfs.c), plug/unplug (devices.c), the control
+ * socket (commands.c, control.c) and main.c (with ctl_client.c and
+ * privdir.c). No file calls a file above it; news travels upward through
  * handlers that the layer above registers.
  *
  * Threads: the GLib default main context (main thread) runs the control
