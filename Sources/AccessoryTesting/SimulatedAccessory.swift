@@ -14,6 +14,8 @@ public struct SimulatedAccessory: Sendable {
     public var bcdDevice: UInt16
     /// Its part in Android Open Accessory, when it plays a phone (``androidPhone(serial:product:responder:)``).
     var androidRole: AndroidRole?
+    /// How START ends on a phone (``answeringStart(_:)``).
+    var startAnswer = StartAnswer.completes
 
     enum AndroidRole: Sendable, Hashable {
         /// A phone that switches into accessory mode on START.
@@ -50,6 +52,31 @@ extension SimulatedAccessory {
         var phone = SimulatedAccessory(
             vendor: 0x18d1, product: product, serial: serial, protocols: [], responder: responder, manufacturer: "Google", name: "Pixel 8")
         phone.androidRole = .phone
+        return phone
+    }
+
+    /// How START (53) ends on a simulated phone as it leaves the bus to come back in
+    /// accessory mode. Real phones that drop off during the status stage give the host any
+    /// of these; the phone re-enumerates all the same.
+    public enum StartAnswer: Sendable, Hashable {
+        /// The status stage completes (the default).
+        case completes
+        /// The phone is gone first: NO_DEVICE.
+        case noDevice
+        /// A STALL.
+        case stall
+        /// A protocol error (EPROTO), which libusb reports as an I/O error.
+        case protocolError
+        /// No status stage at all: the host's timeout. The request fails at once, without
+        /// the clock moving.
+        case timeout
+    }
+
+    /// This phone, with START ending as `answer` says (it switches all the same). Only a
+    /// phone (``androidPhone(serial:product:responder:)``) answers START.
+    public func answeringStart(_ answer: StartAnswer) -> SimulatedAccessory {
+        var phone = self
+        phone.startAnswer = answer
         return phone
     }
 

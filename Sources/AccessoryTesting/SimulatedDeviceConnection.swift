@@ -13,6 +13,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     let node: String
     private let responder: SimulatedResponder
     private let androidRole: SimulatedAccessory.AndroidRole?
+    private let startAnswer: SimulatedAccessory.StartAnswer
     private let system: SimulatedSystem
     private let instance: UInt64
     private let configuration: USBConfiguration?
@@ -46,6 +47,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         self.instance = device.instance
         self.responder = accessory.responder
         self.androidRole = accessory.androidRole
+        self.startAnswer = accessory.startAnswer
         self.configuration = device.info.configuration
         self.node = "bus \(device.info.descriptor.bus) address \(address)"
         guard system.watch(instance: device.instance, { [weak self] inStatus in self?.deviceGone(inStatus: inStatus) }) else {
@@ -134,6 +136,10 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         let reply = androidRole.flatMap { role in
             system.androidControl(instance: instance, role: role, request, outData)
         } ?? responder.onControl(request, outData)
+        system.noteActivity()
+        if androidRole == .phone, reply == .accept, SimulatedSystem.isStart(request, outData) {
+            try startFailure(operation)
+        }
         switch reply {
         case .stall:
             throw AccessoryError(.stall, "\(node) refused the request (STALL)", operation: operation)
@@ -141,6 +147,18 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
             return []
         case .data(let bytes):
             return data.isIn ? Array(bytes.prefix(data.length)) : []
+        }
+    }
+
+    /// How START fails on a phone that answers it otherwise than completing.
+    private func startFailure(_ operation: String) throws(AccessoryError) {
+        switch startAnswer {
+        case .completes: return
+        case .noDevice: throw goneError(operation)
+        case .stall: throw AccessoryError(.stall, "\(node) refused the request (STALL)", operation: operation)
+        case .protocolError:
+            throw AccessoryError(.io, "the control transfer on \(node) failed (EPROTO)", operation: operation, rawValue: -1)
+        case .timeout: throw AccessoryError(.timeout, "\(node) did not complete the request in time", operation: operation, rawValue: -7)
         }
     }
 
@@ -162,7 +180,14 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
             defer { s.pumpScheduled = true }
             return !s.pumpScheduled
         }
-        if first { events.async { self.pump() } }
+        guard first else { return }
+        // Counted until it ends, so that the simulation waits for the completions (and
+        // their reports to the manager) before it moves on.
+        system.begin(.delivery)
+        events.async {
+            self.pump()
+            self.system.end(.delivery)
+        }
     }
 
     /// Moves every transfer on as far as it can go, completing them in submission order per

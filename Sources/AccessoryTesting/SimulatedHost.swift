@@ -51,6 +51,15 @@ final class SimulatedHost: USBHost {
 
     func uptime() -> SystemUptime { system.uptime }
 
+    /// Counts the report until it ends: the simulation waits for it before it moves on.
+    func report(_ work: @escaping @Sendable () async -> Void) {
+        system.begin(.delivery)
+        Task { [system] in
+            await work()
+            system.end(.delivery)
+        }
+    }
+
     var drivesTime: Bool { true }
 
     var version: String? { "simulated" }

@@ -1,11 +1,26 @@
 import AccessoryCore
 import AccessoryKit
+import Dispatch
 import Synchronization
 
 /// What a ``SimulatedUSB`` and the hosts of the managers on it share: the OS truth, the
-/// virtual clock and its sleepers, and the hotplug subscribers with what each has yet to
-/// handle. One `Mutex` guards it all; continuations are resumed after it is released.
+/// virtual clock and its sleepers, the hotplug subscribers with what each has yet to
+/// handle, and the work the simulation has handed off and not yet seen end. One `Mutex`
+/// guards it all; continuations are resumed after it is released.
+///
+/// A watchdog ends sleeps on the clock that nothing can end: when tasks sleep on it and
+/// nothing happens in the simulation for ``stallLimit`` of real time, they fail with an
+/// error that says how to move the clock.
 final class SimulatedSystem: Sendable {
+    /// Work handed off that ``SimulatedUSB`` waits for before it moves on.
+    enum Work: Sendable {
+        /// A device's event queue completing transfers, or a completion's report to a
+        /// manager.
+        case delivery
+        /// A phone re-enumerating in accessory mode after START.
+        case modeSwitch
+    }
+
     /// One device of the OS truth: what sysfs would say, and the accessory behind it (none
     /// for a device that a replayed trace describes).
     struct Device: Sendable {
@@ -51,6 +66,15 @@ final class SimulatedSystem: Sendable {
         var androidStrings: [UInt64: [String?]] = [:]
         /// Told when a phone instance receives START: the ``SimulatedUSB`` re-enumerates it.
         var onModeSwitch: (@Sendable (UInt64) -> Void)?
+        /// Work handed off and not yet ended, by kind.
+        var deliveries = 0
+        var modeSwitches = 0
+        /// Waiting for the work in flight to end (with or without mode switches).
+        var workWaiters: [(includingSwitches: Bool, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Bumped by everything that happens in the simulation: the watchdog's sign of life.
+        var activity: UInt64 = 0
+        var watchdogRunning = false
+        var stallLimit: Duration = .seconds(8)
 
         /// Removes the devices that match, and hands back the watchers of those instances.
         mutating func remove(where match: (Device) -> Bool) -> (removed: [Device], watchers: [@Sendable (TransferStatus) -> Void]) {
@@ -85,6 +109,7 @@ final class SimulatedSystem: Sendable {
     /// Moves the clock to `time` (never back) and wakes the sleepers due by then.
     func setNow(_ time: Duration) {
         let due: [Sleeper] = state.withLock { s in
+            s.activity &+= 1
             s.now = max(s.now, time)
             let now = s.now
             let due = s.sleepers.filter { $0.deadline <= now }
@@ -109,10 +134,11 @@ final class SimulatedSystem: Sendable {
                 let resume: Result<Void, any Error>? = state.withLock { s in
                     if s.cancelled.remove(id) != nil { return .failure(CancellationError()) }
                     if deadline <= s.now { return .success(()) }
+                    s.activity &+= 1
                     s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: c))
                     return nil
                 }
-                if let resume { c.resume(with: resume) }
+                if let resume { c.resume(with: resume) } else { startWatchdog() }
             }
         } onCancel: {
             let sleeper: Sleeper? = state.withLock { s in
@@ -124,6 +150,120 @@ final class SimulatedSystem: Sendable {
             }
             sleeper?.continuation.resume(throwing: CancellationError())
         }
+    }
+
+    // MARK: The watchdog
+
+    /// How long tasks may sleep on the clock with nothing happening in the simulation, in
+    /// real time, before they fail.
+    var stallLimit: Duration {
+        get { state.withLock { $0.stallLimit } }
+        set { state.withLock { $0.stallLimit = newValue } }
+    }
+
+    /// Says that something happened: the watchdog gives sleepers another ``stallLimit``.
+    func noteActivity() {
+        state.withLock { $0.activity &+= 1 }
+    }
+
+    /// Starts the watchdog unless it runs; it stops once nobody sleeps on the clock.
+    private func startWatchdog() {
+        let (start, seen) = state.withLock { s in
+            defer { s.watchdogRunning = true }
+            return (!s.watchdogRunning, s.activity)
+        }
+        if start { watch(seen: seen, since: .now) }
+    }
+
+    /// Looks again a little later: fails the sleepers if nothing happened since `since`
+    /// (when the activity count was `seen`) for ``stallLimit``.
+    private func watch(seen: UInt64, since: ContinuousClock.Instant) {
+        let limit = stallLimit
+        let step = min(limit / 4, .milliseconds(500))
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(step / .nanoseconds(1)))) { [weak self] in
+            guard let self else { return }
+            let looked = ContinuousClock.now
+            let (stuck, next, now): ([Sleeper]?, (UInt64, ContinuousClock.Instant)?, Duration) = state.withLock { s in
+                if s.sleepers.isEmpty {
+                    s.watchdogRunning = false
+                    return (nil, nil, s.now)
+                }
+                if s.activity != seen { return (nil, (s.activity, looked), s.now) }
+                guard since.duration(to: looked) >= s.stallLimit else { return (nil, (seen, since), s.now) }
+                let stuck = s.sleepers
+                s.sleepers.removeAll()
+                s.watchdogRunning = false
+                return (stuck, nil, s.now)
+            }
+            for sleeper in stuck ?? [] {
+                sleeper.continuation.resume(throwing: Self.stalled(until: sleeper.deadline, now: now, limit: limit))
+            }
+            if let next { watch(seen: next.0, since: next.1) }
+        }
+    }
+
+    /// What a sleep on a clock that nothing moves ends with.
+    static func stalled(until deadline: Duration, now: Duration, limit: Duration) -> AccessoryError {
+        AccessoryError(
+            .timeout,
+            "this call waits on the simulated clock until \(deadline) (it is at \(now)), and nothing has moved the clock "
+                + "for \(limit) of real time: only SimulatedUSB.advance(by:) moves it. Run the call in a task "
+                + "(let call = Task { ... }), call usb.advance(by:) while it waits, then await call.value",
+            operation: "simulated clock")
+    }
+
+    // MARK: Work in flight
+
+    /// Counts work handed off, until ``end(_:)``.
+    func begin(_ work: Work) {
+        state.withLock { s in
+            s.activity &+= 1
+            switch work {
+            case .delivery: s.deliveries += 1
+            case .modeSwitch: s.modeSwitches += 1
+            }
+        }
+    }
+
+    func end(_ work: Work) {
+        let waiters = state.withLock { s in
+            s.activity &+= 1
+            switch work {
+            case .delivery: s.deliveries -= 1
+            case .modeSwitch: s.modeSwitches -= 1
+            }
+            return Self.takeWorkWaiters(&s)
+        }
+        for w in waiters { w.resume() }
+    }
+
+    /// Whether no work is in flight (mode switches aside, unless `includingSwitches`).
+    func isIdle(includingSwitches: Bool) -> Bool {
+        state.withLock { s in s.deliveries == 0 && (!includingSwitches || s.modeSwitches == 0) }
+    }
+
+    /// Returns once no work is in flight (mode switches aside, unless `includingSwitches`).
+    func waitUntilIdle(includingSwitches: Bool) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { s in
+                if s.deliveries == 0 && (!includingSwitches || s.modeSwitches == 0) { return true }
+                s.workWaiters.append((includingSwitches, c))
+                return false
+            }
+            if idle { c.resume() }
+        }
+    }
+
+    private static func takeWorkWaiters(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
+        guard s.deliveries == 0 else { return [] }
+        let switching = s.modeSwitches > 0
+        var done: [CheckedContinuation<Void, Never>] = []
+        s.workWaiters.removeAll { w in
+            guard !w.includingSwitches || !switching else { return false }
+            done.append(w.continuation)
+            return true
+        }
+        return done
     }
 
     // MARK: The OS truth
@@ -210,6 +350,7 @@ final class SimulatedSystem: Sendable {
     /// device node going away (then later opens fail too).
     func endConnections(instance: UInt64, inStatus: TransferStatus, removingNode: Bool = false) {
         let watchers = state.withLock { s in
+            s.activity &+= 1
             if removingNode { s.withoutNode.insert(instance) }
             return s.watchers.removeValue(forKey: instance) ?? []
         }
@@ -295,6 +436,11 @@ final class SimulatedSystem: Sendable {
         }
     }
 
+    /// Whether a request is AOA's START (53).
+    static func isStart(_ request: ControlRequest, _ data: [UInt8]?) -> Bool {
+        request.kind == .vendor && request.recipient == .device && request.request == 53 && data != nil
+    }
+
     static func freePort(bus: Int, taken: Set<String>) -> String {
         var n = 1
         while taken.contains("\(bus)-\(n)") { n += 1 }
@@ -358,6 +504,7 @@ final class SimulatedSystem: Sendable {
     /// Sends a notice to every subscriber.
     func send(_ notice: HotplugNotice) {
         state.withLock { s in
+            s.activity &+= 1
             for id in s.subscribers.keys {
                 s.subscribers[id]!.pending += 1
                 s.subscribers[id]!.notices.yield(notice)
@@ -367,6 +514,7 @@ final class SimulatedSystem: Sendable {
 
     func handled(by id: UInt64) {
         let waiters = state.withLock { s in
+            s.activity &+= 1
             if let p = s.subscribers[id]?.pending, p > 0 { s.subscribers[id]!.pending = p - 1 }
             return Self.takeWaitersIfIdle(&s)
         }

@@ -20,8 +20,14 @@ public actor SimulatedUSB {
 
     /// An empty system with one bus.
     public init() {
+        let system = self.system
         system.setModeSwitchHandler { [weak self] instance in
-            Task { await self?.switchToAccessoryMode(instance: instance) }
+            // Counted from START on, so that the simulation waits for the phone to be back.
+            system.begin(.modeSwitch)
+            Task {
+                await self?.switchToAccessoryMode(instance: instance)
+                system.end(.modeSwitch)
+            }
         }
     }
 
@@ -39,7 +45,7 @@ public actor SimulatedUSB {
         guard let phone = system.devices.first(where: { $0.instance == instance }), let accessory = phone.accessory else { return }
         let port = phone.info.descriptor.port
         system.endConnections(instance: instance, inStatus: .error)
-        await settle()
+        await settle(includingSwitches: false)
         guard let gone = system.detach(port: port), gone.instance == instance else { return }
         await deliver(HotplugNotice(kind: .left, descriptor: gone.info.descriptor))
         let fresh = system.attach(accessory.inAccessoryMode, port: port)
@@ -177,10 +183,22 @@ public actor SimulatedUSB {
         return system.sleeperCount >= count
     }
 
-    /// Gives other tasks a chance to run: yields until the cooperative pool has had several
-    /// turns (it cannot tell when every task is idle).
-    private func settle() async {
-        for _ in 0..<64 { await Task.yield() }
+    /// Returns once the simulation's own work has ended: the devices' event queues have
+    /// completed what they can, the managers have heard of the transfers that found their
+    /// device gone, and (with `includingSwitches`) phones that got START are back. Then it
+    /// gives tasks the test has just started a few turns of the pool, which nothing counts.
+    private func settle(includingSwitches: Bool = true) async {
+        repeat {
+            await system.waitUntilIdle(includingSwitches: includingSwitches)
+            for _ in 0..<64 { await Task.yield() }
+        } while !system.isIdle(includingSwitches: includingSwitches)
+    }
+
+    /// How long, in real time, tasks may sleep on ``clock`` with nothing happening in the
+    /// simulation before their sleeps fail with an error that says how to move the clock
+    /// (8 s by default). For this package's tests, which need it shorter.
+    package func setStallLimit(_ limit: Duration) {
+        system.stallLimit = limit
     }
 
     /// The simulation's end of time: its clocks stop there, so that no arithmetic on them

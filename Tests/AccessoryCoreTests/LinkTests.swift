@@ -36,12 +36,42 @@ struct LinkTests {
     func modeSwitch() {
         var r = ConnectionRegistry()
         let phone = connections(&r, [(0, .added(device(5, vendor: 0x18d1, product: 0x4ee7, serial: "P")))])[0]
-        r.expectModeSwitch(of: phone.connectionID)
+        r.expectModeSwitch(of: phone.connectionID, until: .seconds(10))
         let c = connections(&r, [
             (1, removal(5)), (1.05, .added(device(6, vendor: 0x18d1, product: 0x2d01, serial: "P"))),
             (2, removal(6)), (2.05, .added(device(7, vendor: 0x18d1, product: 0x4ee7, serial: "P"))),
         ])
         #expect(c.map(\.previousConnectionID) == [phone.connectionID, nil])
+    }
+
+    @Test("A mode switch's mark ends with its owner's wait: by its deadline, or when the owner ends it, before or after the connection ends")
+    func modeSwitchMarkEnds() {
+        // Nothing re-enumerated within the wait: hours later, another device on the port
+        // within 5 s of the unplug is not linked.
+        var r = ConnectionRegistry()
+        let phone = connections(&r, [(0, .added(device(5, serial: "P")))])[0]
+        r.expectModeSwitch(of: phone.connectionID, until: .seconds(10))
+        var c = connections(&r, [(3600, removal(5)), (3601, .added(device(6, product: 0x0009, serial: "OTHER")))])
+        #expect(c.map(\.previousConnectionID) == [nil])
+
+        // It ended within the wait, but its successor came after the deadline.
+        r = ConnectionRegistry()
+        let second = connections(&r, [(0, .added(device(5, serial: "P")))])[0]
+        r.expectModeSwitch(of: second.connectionID, until: .seconds(2))
+        c = connections(&r, [(1.5, removal(5)), (3, .added(device(6, product: 0x0009, serial: "OTHER")))])
+        #expect(c.map(\.previousConnectionID) == [nil])
+
+        // Ended by its owner while connected, and after the connection ended.
+        for endsAfterUnplug in [false, true] {
+            r = ConnectionRegistry()
+            let third = connections(&r, [(0, .added(device(5, serial: "P")))])[0]
+            r.expectModeSwitch(of: third.connectionID, until: .seconds(100))
+            if !endsAfterUnplug { r.endModeSwitch(of: third.connectionID) }
+            _ = connections(&r, [(1, removal(5))])
+            if endsAfterUnplug { r.endModeSwitch(of: third.connectionID) }
+            c = connections(&r, [(1.5, .added(device(6, product: 0x0009, serial: "OTHER")))])
+            #expect(c.map(\.previousConnectionID) == [nil], "ended \(endsAfterUnplug ? "after" : "before") the unplug")
+        }
     }
 
     @Test("A phone back in accessory mode with its serial links without an announcement; another serial does not")

@@ -223,4 +223,85 @@ struct AndroidAccessoryTests {
             #expect(after.previousConnectionID == before.connectionID)
         }
     }
+
+    /// A device that speaks AOA through its own responder: it takes START but never
+    /// re-enumerates (or refuses START with `start`).
+    static func aoaResponder(serial: String, start: SimulatedResponder.ControlReply = .accept) -> SimulatedAccessory {
+        SimulatedAccessory(
+            vendor: 0x1209, product: 0x0008, serial: serial,
+            responder: SimulatedResponder(
+                onWrite: { _, b in .respond([b]) },
+                onControl: { r, _ in r.request == 51 ? .data([2, 0]) : r.request == 53 ? start : .accept }))
+    }
+
+    @Test(
+        "AOA: a phone that fails START as it drops off the bus (NO_DEVICE, STALL, EPROTO, a timeout) is waited for all the same",
+        arguments: [SimulatedAccessory.StartAnswer.noDevice, .stall, .protocolError, .timeout])
+    func startFailsWhileThePhoneLeaves(answer: SimulatedAccessory.StartAnswer) async throws {
+        let usb = SimulatedUSB()
+        await usb.plug(SimulatedAccessory.androidPhone(serial: "FLAKY").answeringStart(answer), port: "1-2")
+        try await withAccessoryManager(usb: usb) { manager in
+            let phone = try #require(await manager.connectedAccessories.first)
+            let switched = try await manager.switchToAccessoryMode(phone, identity: Self.identity)
+            #expect(switched.descriptor.product == 0x2d01)
+            #expect(switched.descriptor.port == "1-2")
+            #expect(switched.previousConnectionID == phone.connectionID)
+        }
+    }
+
+    @Test("AOA: START refused and nothing comes back within the wait: START's error, saying that no accessory-mode device appeared")
+    func startFailsAndNothingComesBack() async throws {
+        let usb = SimulatedUSB()
+        await usb.plug(Self.aoaResponder(serial: "REFUSES", start: .stall), port: "1-3")
+        try await withAccessoryManager(usb: usb) { manager in
+            let device = try #require(await manager.connectedAccessories.first)
+            let waiting = Task { () async -> AccessoryError? in
+                await Self.error { _ = try await manager.switchToAccessoryMode(device, identity: Self.identity, wait: .seconds(5)) }
+            }
+            #expect(await usb.waitForSleepers())
+            await usb.advance(by: .seconds(5))
+            let error = await waiting.value
+            #expect(error?.code == .stall)
+            #expect(error?.message.contains("START (53) failed with") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("no accessory-mode device (18d1:2d00–2d05) appeared on port 1-3 within 5") == true)
+        }
+    }
+
+    @Test("AOA: the mark that links the phone's successor ends with the wait: hours later, another device on the port is not linked")
+    func modeSwitchMarkEndsWithTheWait() async throws {
+        let usb = SimulatedUSB()
+        let stuck = await usb.plug(Self.aoaResponder(serial: "STUCK"), port: "1-3")
+        try await withAccessoryManager(usb: usb) { manager in
+            let device = try #require(await manager.connectedAccessories.first)
+            let waiting = Task { () async -> AccessoryError? in
+                await Self.error { _ = try await manager.switchToAccessoryMode(device, identity: Self.identity, wait: .seconds(10)) }
+            }
+            #expect(await usb.waitForSleepers())
+            await usb.advance(by: .seconds(10))
+            #expect(await waiting.value?.code == .timeout)
+            await usb.advance(by: .seconds(3600))
+            await usb.unplug(stuck)
+            await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0009, serial: "OTHER"), port: "1-3")
+            let other = try #require(await manager.connectedAccessories.first)
+            #expect(other.descriptor.serial == "OTHER")
+            #expect(other.previousConnectionID == nil)
+        }
+    }
+
+    @Test("A reset's mark ends too: a device that stays, then much later another device on the port, is not linked")
+    func resetMarkEnds() async throws {
+        let usb = SimulatedUSB()
+        let device = await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0001, serial: "R2"), port: "1-1")
+        try await withAccessoryManager(usb: usb) { manager in
+            let before = try #require(await manager.connectedAccessories.first)
+            try await manager.reset(before)
+            await usb.advance(by: .seconds(3600))
+            #expect(await manager.connectedAccessories == [before])
+            await usb.unplug(device)
+            await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x00f1, serial: "ELSE"), port: "1-1")
+            let other = try #require(await manager.connectedAccessories.first)
+            #expect(other.descriptor.serial == "ELSE")
+            #expect(other.previousConnectionID == nil)
+        }
+    }
 }

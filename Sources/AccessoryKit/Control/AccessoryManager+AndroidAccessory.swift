@@ -17,9 +17,11 @@ extension AccessoryManager {
     /// phone's. Its interface 0 speaks ``ProtocolRule/androidAccessoryProtocol``.
     ///
     /// The sequence is the one real hosts use: GET_PROTOCOL (51; the phone must say 1 or 2),
-    /// SEND_STRING (52) for the six strings, then START (53), each with a 1 s timeout. It
-    /// runs on the manager, never inside a hotplug callback (where libusb answers BUSY,
-    /// libusb #408). A phone already in accessory mode is returned as it is.
+    /// SEND_STRING (52) for the six strings, then START (53), each with a 1 s timeout. A
+    /// phone that drops off the bus during START's status stage may fail START (NO_DEVICE,
+    /// EPROTO, a STALL, a timeout): the switch waits for it all the same. It runs on the
+    /// manager, never inside a hotplug callback (where libusb answers BUSY, libusb #408). A
+    /// phone already in accessory mode is returned as it is.
     ///
     /// - Parameters:
     ///   - wait: how long to wait for the phone to come back in accessory mode.
@@ -74,38 +76,77 @@ extension AccessoryManager {
         }
         // Listen before START: the phone may be back before START's completion is seen.
         let events = self.events(includingCurrent: false)
-        expectModeSwitch(of: phone.connectionID)
+        // The mark that links the phone's successor to it lasts as long as this wait.
+        expectModeSwitch(of: phone.connectionID, for: timeout + wait)
+        defer { endModeSwitch(of: phone.connectionID) }
+        // A phone that drops off during START's status stage may answer NO_DEVICE, EPROTO, a
+        // STALL or nothing at all: whatever it says, it may be on its way back, so wait.
+        var startError: AccessoryError?
         do {
             _ = try await device.controlTransfer(ControlRequest(.vendor, request: AOA.start), .send([]), timeout: timeout)
-        } catch where error.code.disconnectReason != nil {
+        } catch where error.code == .cancelled {
+            throw error
+        } catch where error.code.disconnectReason == nil {
+            startError = error
+        } catch {
             // Gone already: some phones detach before the status stage completes.
         }
-        configuration.logger.debug("sent START to \(label) (AOA version \(protocolVersion)); waiting for accessory mode on \(d.port)")
+        let failure = startError.map { " (START failed: \($0.message))" } ?? ""
+        configuration.logger.debug(
+            "sent START to \(label) (AOA version \(protocolVersion))\(failure); waiting for accessory mode on \(d.port)")
         let clock = configuration.clock
-        let found: Accessory? = await withTaskGroup(of: Accessory?.self) { group in
+        let outcome: SwitchWait = await withTaskGroup(of: SwitchWait.self) { group in
             group.addTask {
                 for await event in events {
                     guard case .connected(let a) = event, a.descriptor.bus == d.bus, a.descriptor.port == d.port,
                         a.descriptor.vendor == AOA.vendor, let product = a.descriptor.product, AOA.accessoryProducts.contains(product)
                     else { continue }
-                    return a
+                    return .found(a)
                 }
-                return nil
+                return .waitEnded
             }
             group.addTask {
-                try? await clock.sleep(for: wait)
-                return nil
+                do {
+                    try await clock.sleep(for: wait)
+                } catch let error as AccessoryError {
+                    // A clock that cannot move (a simulation nobody advances) says so.
+                    return .clockFailed(error)
+                } catch {}
+                return .waitEnded
             }
-            let first = await group.next() ?? nil
+            let first = await group.next() ?? .waitEnded
             group.cancelAll()
             return first
         }
-        guard let found else {
+        let found: Accessory
+        switch outcome {
+        case .found(let a):
+            found = a
+        case .clockFailed(var error):
+            error.operation = operation
+            throw error
+        case .waitEnded:
+            if Task.isCancelled {
+                throw AccessoryError(.cancelled, "the switch of \(label) into accessory mode was cancelled", operation: operation)
+            }
+            if let startError {
+                throw AccessoryError(
+                    startError.code,
+                    "accessory \(label): START (53) failed with \(startError.message), and no accessory-mode device (18d1:2d00–2d05) appeared on port \(d.port) within \(wait)",
+                    operation: operation, rawValue: startError.rawValue)
+            }
             throw AccessoryError(
                 .timeout,
                 "accessory \(label) did not come back in accessory mode (18d1:2d00–2d05) on port \(d.port) within \(wait)",
                 operation: operation)
         }
         return found
+    }
+
+    /// How the wait for a phone in accessory mode ended.
+    private enum SwitchWait: Sendable {
+        case found(Accessory)
+        case waitEnded
+        case clockFailed(AccessoryError)
     }
 }

@@ -34,8 +34,9 @@ extension AccessoryManager {
     }
 
     /// Resets the accessory's device (`libusb_reset_device`, a USB port reset). A device
-    /// whose descriptors are unchanged keeps its connection; one that re-enumerates comes
-    /// back as a new connection whose ``Accessory/previousConnectionID`` names this one.
+    /// whose descriptors are unchanged keeps its connection; one that re-enumerates within
+    /// 10 s comes back as a new connection whose ``Accessory/previousConnectionID`` names
+    /// this one.
     ///
     /// - Throws: `.busy` while a session of this process is open on the accessory (close it
     ///   first); otherwise as ``controlTransfer(from:_:length:timeout:)``.
@@ -47,7 +48,7 @@ extension AccessoryManager {
                 .busy, "session '\(open.value.resources.name)' is open on accessory \(label); close it before a reset", operation: operation)
         }
         let device = try openForControl(accessory, operation: operation)
-        expectModeSwitch(of: accessory.connectionID)
+        expectModeSwitch(of: accessory.connectionID, for: .seconds(10))
         do {
             try device.reset()
         } catch where error.code == .notFound {
@@ -55,7 +56,12 @@ extension AccessoryManager {
             // and the link follow.
             configuration.logger.debug("reset of \(label): the device re-enumerated")
         } catch {
-            if error.code.disconnectReason != nil { reportNoDevice(accessory.connectionID, operation: operation) }
+            // Gone: it may be on its way back, so the mark stays until its deadline.
+            if error.code.disconnectReason != nil {
+                reportNoDevice(accessory.connectionID, operation: operation)
+            } else {
+                endModeSwitch(of: accessory.connectionID)
+            }
             throw error
         }
         scheduleReconcile()

@@ -38,4 +38,15 @@ package protocol USBHost: Sendable {
 
     /// The host library's version, for diagnostics; `nil` where there is none.
     var version: String? { get }
+
+    /// Runs `work`, news from a transfer's completion for the manager, in a task of its own.
+    /// A simulated host counts it until it ends, so that a test's unplug moves on only once
+    /// the manager has heard it.
+    func report(_ work: @escaping @Sendable () async -> Void)
+}
+
+extension USBHost {
+    package func report(_ work: @escaping @Sendable () async -> Void) {
+        Task { await work() }
+    }
 }

@@ -290,17 +290,22 @@ public actor AccessoryManager {
 
     // MARK: Internal API for sessions
 
-    /// The address of a connection still in the registry (hidden or not), or `nil`.
     /// Says that this manager is about to make a connection re-enumerate in a new mode (an
-    /// AOA switch, a reset): its successor on the port links to it
-    /// (``Accessory/previousConnectionID``) whatever its IDs.
-    func expectModeSwitch(of id: ConnectionID) {
-        registry.expectModeSwitch(of: id)
+    /// AOA switch, a reset) and waits `wait` for it: a successor on the port within that
+    /// links to it (``Accessory/previousConnectionID``) whatever its IDs.
+    func expectModeSwitch(of id: ConnectionID, for wait: Duration) {
+        registry.expectModeSwitch(of: id, until: host.uptime().monotonic + wait)
+    }
+
+    /// Says that this manager no longer waits for a connection's mode switch.
+    func endModeSwitch(of id: ConnectionID) {
+        registry.endModeSwitch(of: id)
     }
 
     /// The registry's entry for a connection, visible or not.
     func registry(_ id: ConnectionID) -> Accessory? { registry[id] }
 
+    /// The address of a connection still in the registry (hidden or not), or `nil`.
     func connectedAddress(of id: ConnectionID) -> Int? {
         registry[id]?.descriptor.address
     }

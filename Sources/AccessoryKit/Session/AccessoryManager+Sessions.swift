@@ -56,8 +56,8 @@ extension AccessoryManager {
                 host: host, bus: info.descriptor.bus, address: address, info: info, protocolName: protocolName,
                 options: options, table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger,
                 label: label, sessionName: sessionName,
-                onNoDevice: { [weak self] sign, pipe in
-                    Task {
+                onNoDevice: { [weak self, host] sign, pipe in
+                    host.report { [weak self] in
                         // The manager ends the pipe once it knows: with the reason its own
                         // disconnect carries (a LEFT event makes it `unplugged`), or with an
                         // I/O error when sysfs still lists the accessory. The pipe's own
@@ -136,7 +136,13 @@ extension AccessoryManager {
             do {
                 device = try host.open(bus: bus, address: address, vendor: info.descriptor.vendor, product: info.descriptor.product)
             } catch where error.code == .accessDenied && waited < accessRetryWindow {
-                do { try await clock.sleep(for: accessRetryStep) } catch { throw AccessoryError(.cancelled, "the open was cancelled", operation: operation) }
+                do {
+                    try await clock.sleep(for: accessRetryStep)
+                } catch let stalled as AccessoryError {
+                    throw stalled  // a simulated clock that nothing moves
+                } catch {
+                    throw AccessoryError(.cancelled, "the open was cancelled", operation: operation)
+                }
                 waited += accessRetryStep
             } catch {
                 break

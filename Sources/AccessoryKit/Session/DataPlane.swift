@@ -170,9 +170,10 @@ final class DataPlane: Sendable {
         if let immediate { return decorated(immediate) }
         let timer = timeout.map { limit in
             Task { [weak self] in
-                try? await self?.sleep(limit)
+                // A clock that cannot move (a simulation nobody advances) ends the read with its error.
+                let stalled = await self?.sleepOrStall(limit)
                 guard !Task.isCancelled, let self else { return }
-                self.abortRead(id, AccessoryError(
+                self.abortRead(id, stalled ?? AccessoryError(
                     .timeout, "no data from \(self.configuration.sessionDescription) within \(limit)", operation: self.inQueue.operation))
             }
         }
@@ -194,6 +195,16 @@ final class DataPlane: Sendable {
 
     private func abortRead(_ id: UInt64, _ error: AccessoryError) {
         event { s, fx in absorb(s.input.abort(id, error), &s, &fx) }
+    }
+
+    /// Sleeps for a timeout; returns the error of a clock that cannot move, if it says so.
+    private func sleepOrStall(_ limit: Duration) async -> AccessoryError? {
+        do {
+            try await sleep(limit)
+        } catch let stalled as AccessoryError {
+            return stalled
+        } catch {}
+        return nil
     }
 
     private func decorated(_ result: ReadResult) -> ReadResult {
@@ -239,9 +250,9 @@ final class DataPlane: Sendable {
         if let immediate { return immediate }
         let timer = timeout.map { limit in
             Task { [weak self] in
-                try? await self?.sleep(limit)
+                let stalled = await self?.sleepOrStall(limit)
                 guard !Task.isCancelled, let self else { return }
-                self.abortWrite(id, AccessoryError(
+                self.abortWrite(id, stalled ?? AccessoryError(
                     .timeout, "\(self.configuration.sessionDescription): the accessory did not take the data within \(limit)",
                     operation: self.outQueue.operation))
             }
