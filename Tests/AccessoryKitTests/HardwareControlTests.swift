@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTestSupport
 import Foundation
 import Testing
 @testable import AccessoryKit
@@ -73,10 +74,10 @@ extension HardwareTests {
             let device = try plugged.plug("1209:000f:RESET")
             try #require(await log.wait { $0.contains { HardwareTests.isAt(device)($0.accessory) } })
             let accessory = try #require(await log.connected.first(where: HardwareTests.isAt(device)))
-            let resetsBefore = Int(try SessionFixtures.ioctlLog(device)["resets"] ?? "") ?? -1
+            let resetsBefore = Int(try SimulatorControl.ioctlLog(device)["resets"] ?? "") ?? -1
             try await manager.reset(accessory)
-            #expect(Int(try SessionFixtures.ioctlLog(device)["resets"] ?? "") == resetsBefore + 1)
-            try await Task.sleep(for: .milliseconds(700))  // two reconcile intervals
+            #expect(Int(try SimulatorControl.ioctlLog(device)["resets"] ?? "") == resetsBefore + 1)
+            try await HardwareTests.barrier(manager, log)  // then no disconnect may have come
             #expect(await manager.connectedAccessories.contains(accessory))
             #expect(await log.events.filter { $0.accessory.connectionID == accessory.connectionID }.count == 1, "no disconnect")
             await manager.shutdown()

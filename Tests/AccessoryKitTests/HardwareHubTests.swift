@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTestSupport
 import Foundation
 import Testing
 @testable import AccessoryKit
@@ -10,12 +11,12 @@ extension HardwareTests {
     struct Hubs {
         @Test func aHubsUnplugDisconnectsWhatIsBehindItAsUnplugged() async throws {
             let (manager, log) = try await HardwareTests.manager()
-            let hub = try Sim.device(fromReply: Sim.ctl("plug-hub", "1-20", "7"))
+            let hub = try Sim.plugHub(at: "1-20", ports: 7)
             var hubPlugged = true
             defer { if hubPlugged { try? Sim.unplug(hub) } }
             var behind: [Sim.Device] = []
             for i in 1...6 { behind.append(try Sim.plug("1209:00e1:HUBBED\(i)", port: "1-20.\(i)")) }
-            let inner = try Sim.device(fromReply: Sim.ctl("plug-hub", "1-20.7", "4"))
+            let inner = try Sim.plugHub(at: "1-20.7", ports: 4)
             behind.append(try Sim.plug("1209:00e1:NESTED", port: "1-20.7.2"))
             try #require(await log.wait { events in behind.allSatisfy { d in events.contains { HardwareTests.isAt(d)($0.accessory) } } })
             // Hubs are hidden: they take no connection ID.
@@ -26,7 +27,7 @@ extension HardwareTests {
             hubPlugged = false
             let behindHub: @Sendable (AccessoryEvent) -> Bool = { $0.accessory.descriptor.port.hasPrefix("1-20.") }
             try #require(await log.wait { $0.dropFirst(before).filter(behindHub).count >= behind.count })
-            try await Task.sleep(for: .milliseconds(700))  // two reconcile intervals: nothing more may come
+            try await HardwareTests.barrier(manager, log)  // then nothing more may have come
             // (Other tests' accessories may come and go meanwhile; only the hub's count here.)
             let after = Array(await log.events.dropFirst(before)).filter(behindHub)
             #expect(after.count == behind.count, "\(after)")
@@ -46,13 +47,11 @@ extension HardwareTests {
             // both sides are read again until they agree, for up to 3 s.
             var live: Set<String> = []
             var truth: Set<String> = []
-            let deadline = ContinuousClock.now + .seconds(3)
-            repeat {
+            _ = try await waitUntil(timeout: .seconds(3)) {
                 live = Set(await manager.connectedAccessories.map { "\($0.descriptor.bus):\($0.descriptor.address ?? 0)@\($0.descriptor.port)" })
                 truth = Set(try Sim.list().filter { $0.vendorProduct != "05e3:0608" }.map(\.device.description))
-                if live == truth { break }
-                try await Task.sleep(for: .milliseconds(50))
-            } while ContinuousClock.now < deadline
+                return live == truth
+            }
             #expect(live == truth)
             await manager.shutdown()
             checkInvariants(await log.events)

@@ -1,5 +1,7 @@
 import AccessoryCore
+import AccessoryTestSupport
 import Foundation
+import Logging
 import Testing
 @testable import AccessoryKit
 
@@ -9,9 +11,9 @@ import Testing
 ///     accessory-sim --accessory 1209:0001:SN1 --accessory 1209:0002:SN2 -- swift test
 @Suite(
     "Hardware (accessory-sim)", .serialized,
-    .enabled(if: SimulatorEnvironment.isActive, "needs accessory-sim: run scripts/test"))
+    .enabled(if: SimulatorControl.isActive, "needs accessory-sim: run scripts/test"))
 struct HardwareTests {
-    typealias Sim = SimulatorEnvironment
+    typealias Sim = SimulatorControl
 
     /// The devices one test plugged, by serial, so that it can unplug whatever instance
     /// each has become when it ends.
@@ -37,7 +39,7 @@ struct HardwareTests {
         }
 
         func storm(_ serial: String, cycles: Int) throws -> Sim.Device {
-            let device = try Sim.storm(try #require(devices[serial]), cycles: cycles)
+            let device = try Sim.storm(try #require(devices[serial]).id, cycles: cycles)
             devices[serial] = device
             return device
         }
@@ -54,10 +56,23 @@ struct HardwareTests {
         }
     }
 
-    static func manager(interval: Duration = .milliseconds(300)) async throws -> (AccessoryManager, EventLog) {
+    static func manager(interval: Duration = .milliseconds(300), logger: Logger = testLogger) async throws -> (AccessoryManager, EventLog) {
         let manager = try await AccessoryManager(
-            configuration: .init(reconcileInterval: interval, logger: testLogger))
+            configuration: .init(reconcileInterval: interval, logger: logger))
         return (manager, await EventLog.recording(manager))
+    }
+
+    /// A barrier on the manager's events: when it returns, `log` holds every event the
+    /// manager had to send for what happened before the call. It runs a reconcile (the one a
+    /// stray difference would come from), then plugs a sentinel accessory and waits for its
+    /// `connected`, which the manager sends after every earlier event, and unplugs it again.
+    /// Assert "nothing more came" on the events of other ports after it.
+    static func barrier(_ manager: AccessoryManager, _ log: EventLog) async throws {
+        _ = await manager.refresh()
+        let serial = "BARRIER\(UInt32.random(in: 0...UInt32.max))"
+        let sentinel = try Sim.plug("1209:00ef:\(serial)")
+        defer { try? Sim.unplug(sentinel) }
+        try #require(await log.wait { $0.contains { if case .connected(let a) = $0 { a.descriptor.serial == serial } else { false } } })
     }
 
     static func isAt(_ device: Sim.Device) -> (Accessory) -> Bool {
@@ -161,15 +176,21 @@ extension HardwareTests {
     struct Ghosts {
         static let interval = Duration.milliseconds(300)
 
+        /// Waits until the manager has logged the debounced reconcile that follows a plug.
+        static func debouncedReconcileRan(_ captured: CapturedLog) async -> Bool {
+            await waitUntil { captured.messages(at: .debug).contains { $0.hasPrefix("reconcile (debounced)") } }
+        }
+
         @Test func silentUnplugIsEvictedWithinOneInterval() async throws {
             let plugged = Plugged()
             defer { plugged.unplugAll() }
-            let (manager, log) = try await HardwareTests.manager(interval: Self.interval)
+            let captured = CapturedLog()
+            let (manager, log) = try await HardwareTests.manager(interval: Self.interval, logger: captured.logger)
             let device = try plugged.plug("1209:0005:GHOST")
             try #require(await log.wait { $0.contains { HardwareTests.isAt(device)($0.accessory) } })
             let ghost = try #require(await log.connected.first(where: HardwareTests.isAt(device)))
             // Let the reconcile that follows the plug pass: the periodic one must find the ghost.
-            try await Task.sleep(for: .milliseconds(100))
+            try #require(await Self.debouncedReconcileRan(captured))
 
             let start = ContinuousClock.now
             try plugged.unplug("GHOST", silent: true)
@@ -187,11 +208,12 @@ extension HardwareTests {
         @Test func silentReplugEvictsTheGhostAndAdmitsTheLiveDevice() async throws {
             let plugged = Plugged()
             defer { plugged.unplugAll() }
-            let (manager, log) = try await HardwareTests.manager(interval: Self.interval)
+            let captured = CapturedLog()
+            let (manager, log) = try await HardwareTests.manager(interval: Self.interval, logger: captured.logger)
             let device = try plugged.plug("1209:0006:ASLEEP")
             try #require(await log.wait { $0.contains { HardwareTests.isAt(device)($0.accessory) } })
             let ghost = try #require(await log.connected.first(where: HardwareTests.isAt(device)))
-            try await Task.sleep(for: .milliseconds(100))
+            try #require(await Self.debouncedReconcileRan(captured))
 
             let start = ContinuousClock.now
             let live = try plugged.replug("ASLEEP", silent: true)
@@ -214,7 +236,7 @@ extension HardwareTests {
     struct Storms {
         /// Waits until the registry holds exactly the final instance on `device`'s port.
         static func settles(_ manager: AccessoryManager, on device: Sim.Device) async -> Bool {
-            await eventually(timeout: .seconds(20)) {
+            await waitUntil(timeout: .seconds(20)) {
                 let onPort = await manager.connectedAccessories.filter { $0.descriptor.port == device.port }
                 return onPort.count == 1 && HardwareTests.isAt(device)(onPort[0])
             }
@@ -268,7 +290,7 @@ extension HardwareTests {
             #expect(try #require(await log.connected.last(where: HardwareTests.isAt(other))).connectionID > newest)
             try plugged.unplug("AFTERWRAP")
             try plugged.unplug("WRAP")
-            #expect(await eventually { await manager.connectedAccessories.allSatisfy { $0.descriptor.serial?.contains("WRAP") != true } })
+            #expect(await waitUntil { await manager.connectedAccessories.allSatisfy { $0.descriptor.serial?.contains("WRAP") != true } })
             await manager.shutdown()
             await log.finished()
             checkInvariants(await log.events)

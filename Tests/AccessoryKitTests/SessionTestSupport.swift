@@ -58,17 +58,6 @@ enum SessionFixtures {
             }
         }
     }
-
-    /// The simulator's `ioctl-log` for a device, as key=value pairs.
-    static func ioctlLog(_ device: SimulatorEnvironment.Device) throws -> [String: String] {
-        let reply = try SimulatorEnvironment.ctl("ioctl-log", device.id)
-        var fields: [String: String] = [:]
-        for word in reply.split(whereSeparator: \.isWhitespace) {
-            let parts = word.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
-        }
-        return fields
-    }
 }
 
 extension AccessorySession {

@@ -11,7 +11,7 @@ import Testing
 extension HardwareTests {
     @Suite("Sessions", .simulatorLock)
     struct Sessions {
-        typealias Sim = SimulatorEnvironment
+        typealias Sim = SimulatorControl
         static let loopback = "org.example.loopback"
 
         /// A manager, its event log, and the accessory with `serial` (plugged by the simulator
@@ -207,12 +207,12 @@ extension HardwareTests {
             try await Self.run { manager, _, accessory, device in
                 try await manager.withSession(to: accessory, protocol: Self.loopback) { session in
                     let reader = Task { await Self.capture { () async throws(AccessoryError) in try await session.read() } }
-                    try await Task.sleep(for: .milliseconds(100))
+                    try #require(await waitUntil { session.pipe.waitingReads == 1 }, "the read is pending")
                     let submittedBefore = session.statistics.inSubmitted
                     reader.cancel()
                     #expect(Self.code(await reader.value) == .cancelled)
                     // Every IN transfer was cancelled and has completed: none is pending.
-                    #expect(try SessionFixtures.ioctlLog(device)["pending-in"] == "0")
+                    #expect(try SimulatorControl.ioctlLog(device)["pending-in"] == "0")
                     #expect(try await session.echo(Array("usable".utf8)) == Array("usable".utf8))
                     #expect(session.statistics.inSubmitted > submittedBefore)
                 }
@@ -232,11 +232,11 @@ extension HardwareTests {
                             try await session.write(SessionFixtures.randomBytes(40 << 20, seed: 3))
                         }
                     }
-                    try await Task.sleep(for: .milliseconds(1500))
+                    try #require(await waitUntil { try Sim.isBackPressured(device) }, "the loopback is full and the write waits")
                     writer.cancel()
                     #expect(Self.code(await writer.value) == .cancelled)
                     // Its transfers were cancelled and have completed.
-                    #expect(try SessionFixtures.ioctlLog(device)["pending-out"] == "0")
+                    #expect(try SimulatorControl.ioctlLog(device)["pending-out"] == "0")
                     // The session goes on: what the device accepted comes back, in order.
                     let data = SessionFixtures.randomBytes(40 << 20, seed: 3)
                     let back = try await session.read(exactly: 1 << 20)
@@ -254,14 +254,14 @@ extension HardwareTests {
                         try await session.flush()
                     }
                     #expect(Self.code(first) == .stall)
-                    #expect(try SessionFixtures.ioctlLog(device)["halted"] == "0x01")
+                    #expect(try SimulatorControl.ioctlLog(device)["halted"] == "0x01")
                     let again = await Self.capture { () async throws(AccessoryError) in
                         try await session.write([1])
                         try await session.flush()
                     }
                     #expect(Self.code(again) == .stall, "the endpoint stays halted until cleared")
                     try await session.clearStall()
-                    #expect(try SessionFixtures.ioctlLog(device)["halted"] == "-")
+                    #expect(try SimulatorControl.ioctlLog(device)["halted"] == "-")
                     #expect(try await session.echo(Array("cleared".utf8)) == Array("cleared".utf8))
                 }
             }
@@ -275,9 +275,9 @@ extension HardwareTests {
                     try Sim.ctl("fault", device.id, "stall")
                     let stalled = await Self.capture { () async throws(AccessoryError) in try await session.read() }
                     #expect(Self.code(stalled) == .stall)
-                    #expect(try SessionFixtures.ioctlLog(device)["halted"] == "0x81")
+                    #expect(try SimulatorControl.ioctlLog(device)["halted"] == "0x81")
                     try await session.clearStall()
-                    #expect(try SessionFixtures.ioctlLog(device)["halted"] == "-")
+                    #expect(try SimulatorControl.ioctlLog(device)["halted"] == "-")
                     #expect(try await session.echo(Array("reads again".utf8)) == Array("reads again".utf8))
                 }
             }
@@ -294,7 +294,7 @@ extension HardwareTests {
                     let result = await Self.capture { () async throws(AccessoryError) in try await session.read() }
                     return (result, ContinuousClock.now)
                 }
-                try await Task.sleep(for: .milliseconds(50))
+                try #require(await waitUntil { session.pipe.waitingReads == 1 }, "the read is pending")
                 try plugged.unplug("UNPLUGR")
                 let unplugged = ContinuousClock.now
                 let (result, ended) = await reader.value
@@ -310,7 +310,7 @@ extension HardwareTests {
         @Test func unplugDuringABackPressuredWriteEndsBothStreams() async throws {
             let plugged = Plugged()
             defer { plugged.unplugAll() }
-            _ = try plugged.plug("1209:00a2:UNPLUGW")
+            let device = try plugged.plug("1209:00a2:UNPLUGW")
             try await Self.run(serial: "UNPLUGW") { manager, _, accessory, _ in
                 let session = try await manager.openSession(to: accessory, protocol: Self.loopback, name: "writer")
                 // Nobody reads: past 32 MiB unread the loopback stops accepting, and the write waits.
@@ -320,7 +320,7 @@ extension HardwareTests {
                     }
                     return (result, ContinuousClock.now)
                 }
-                try await Task.sleep(for: .milliseconds(1500))
+                try #require(await waitUntil { try Sim.isBackPressured(device) }, "the loopback is full and the write waits")
                 try plugged.unplug("UNPLUGW")
                 let unplugged = ContinuousClock.now
                 let (result, ended) = await writer.value
@@ -380,7 +380,7 @@ extension HardwareTests {
             try await Self.run(serial: "GHOSTS") { manager, log, accessory, _ in
                 let session = try await manager.openSession(to: accessory, protocol: Self.loopback, name: "haunted")
                 let reader = Task { await Self.capture { () async throws(AccessoryError) in try await session.read() } }
-                try await Task.sleep(for: .milliseconds(50))
+                try #require(await waitUntil { session.pipe.waitingReads == 1 }, "the read is pending")
                 // No uevent: the transfers in flight find the device gone, the session reports
                 // it, and the manager's eviction names the same evidence.
                 try plugged.unplug("GHOSTS", silent: true)
@@ -463,16 +463,16 @@ extension HardwareTests {
         @Test func closedSessionsRefuseWork() async throws {
             try await Self.run { manager, _, accessory, device in
                 let session = try await manager.openSession(to: accessory, protocol: Self.loopback)
-                let releasedBefore = Int(try SessionFixtures.ioctlLog(device)["released"] ?? "") ?? -1
+                let releasedBefore = Int(try SimulatorControl.ioctlLog(device)["released"] ?? "") ?? -1
                 let reader = Task { await Self.capture { () async throws(AccessoryError) in try await session.read() } }
-                try await Task.sleep(for: .milliseconds(50))
+                try #require(await waitUntil { session.pipe.waitingReads == 1 }, "the read is pending")
                 await session.close()
                 #expect(try await reader.value.get() == nil, "a waiting read finishes")
                 await session.close()  // idempotent
                 #expect(session.isClosed)
                 #expect(try await session.read() == nil)
                 #expect(Self.code(await Self.capture { () async throws(AccessoryError) in try await session.write([1]) }) == .sessionClosed)
-                let log = try SessionFixtures.ioctlLog(device)
+                let log = try SimulatorControl.ioctlLog(device)
                 #expect(log["claimed"] == "-")
                 #expect(Int(log["released"] ?? "") == releasedBefore + 1)
                 #expect(await manager.openSessions.isEmpty)
@@ -488,7 +488,7 @@ extension HardwareTests {
                         throw Boom()
                     }
                 }
-                #expect(try SessionFixtures.ioctlLog(device)["claimed"] == "-")
+                #expect(try SimulatorControl.ioctlLog(device)["claimed"] == "-")
                 // The accessory can be opened again. (The echo of [1, 2] went to the first
                 // session's transfers and was dropped with it, like unread data of a socket.)
                 try await manager.withSession(to: accessory, protocol: Self.loopback) { session in
@@ -507,16 +507,16 @@ extension HardwareTests {
                 let refused = await Self.capture { () async throws(AccessoryError) in try await manager.openSession(to: accessory, protocol: Self.loopback) }
                 #expect(Self.code(refused) == .busy)
                 if case .failure(let e) = refused { #expect(e.message.contains("kernel driver"), "\(e.message)") }
-                #expect(try SessionFixtures.ioctlLog(device)["driver"] == "usbtest")
+                #expect(try SimulatorControl.ioctlLog(device)["driver"] == "usbtest")
 
                 let session = try await manager.openSession(
                     to: accessory, protocol: Self.loopback, name: "detacher", options: .init(detachKernelDriver: true))
-                var log = try SessionFixtures.ioctlLog(device)
+                var log = try SimulatorControl.ioctlLog(device)
                 #expect(log["driver"] == "-")
                 #expect(log["claimed"] == "0")
                 #expect(try await session.echo([7, 7]) == [7, 7])
                 await session.close()
-                log = try SessionFixtures.ioctlLog(device)
+                log = try SimulatorControl.ioctlLog(device)
                 #expect(log["driver"] == "usbtest")
                 #expect(log["claimed"] == "-")
             }
@@ -525,15 +525,15 @@ extension HardwareTests {
         @Test func aSessionOpenAtShutdownIsClosedAndNamed() async throws {
             let captured = CapturedLog()
             try await Self.run(logger: captured.logger) { manager, _, accessory, device in
-                let releasedBefore = Int(try SessionFixtures.ioctlLog(device)["released"] ?? "") ?? -1
+                let releasedBefore = Int(try SimulatorControl.ioctlLog(device)["released"] ?? "") ?? -1
                 let session = try await manager.openSession(to: accessory, protocol: Self.loopback, name: "forgotten")
                 let reader = Task { await Self.capture { () async throws(AccessoryError) in try await session.read() } }
-                try await Task.sleep(for: .milliseconds(50))
+                try #require(await waitUntil { session.pipe.waitingReads == 1 }, "the read is pending")
                 await manager.shutdown()
                 #expect(Self.code(await reader.value) == .accessoryDisconnected(.shutdown))
                 #expect(session.isClosed)
                 #expect(captured.messages(at: .warning).contains("closing session 'forgotten' still open at shutdown"))
-                let log = try SessionFixtures.ioctlLog(device)
+                let log = try SimulatorControl.ioctlLog(device)
                 #expect(log["claimed"] == "-")
                 #expect(Int(log["released"] ?? "") == releasedBefore + 1)
                 #expect(Self.code(await Self.capture { () async throws(AccessoryError) in try await session.write([1]) }) == .sessionClosed)

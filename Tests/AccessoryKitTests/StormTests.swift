@@ -14,7 +14,7 @@ import Testing
 extension HardwareTests {
     @Suite("Storms under load", .simulatorLock)
     struct StormsUnderLoad {
-        typealias Sim = SimulatorEnvironment
+        typealias Sim = SimulatorControl
         static let loopback = "org.example.loopback"
         /// The manager's periodic reconcile in these tests.
         static let interval = Duration.seconds(1)
@@ -50,7 +50,7 @@ extension HardwareTests {
             sourceLocation: SourceLocation = #_sourceLocation
         ) async throws -> Duration {
             let truth = try simulator()
-            let matched = await eventually(timeout: limit) { await registry(manager) == truth }
+            let matched = await waitUntil(timeout: limit) { await registry(manager) == truth }
             let elapsed = ContinuousClock.now - start
             if !matched {
                 let seen = await registry(manager)
@@ -75,7 +75,7 @@ extension HardwareTests {
         static func lossyStorm(_ device: Sim.Device, cycles: Int, seed: UInt64) async throws -> LossyStorm {
             let reply = try await offPool { try Sim.ctl("storm", device.id, String(cycles), "--lossy", String(seed)) }
             var counts: [String: Int] = [:]
-            for word in reply.split(whereSeparator: \.isWhitespace) {
+            for word in reply {
                 let kv = word.split(separator: "=")
                 if kv.count == 2, let v = Int(kv[1]) { counts[String(kv[0])] = v }
             }
@@ -157,7 +157,7 @@ extension HardwareTests {
             let echoes = Task { await Self.echoLoop(session, seed: 1, stop: stop) }
 
             // 5,000 unplug/replug cycles: 10,000 uevents.
-            let final = try await Self.offPool { try Sim.storm(stormy, cycles: 5000) }
+            let final = try await Self.offPool { try Sim.storm(stormy.id, cycles: 5000) }
             plugged.replace("STORMY", with: final)
             let settle = try await Self.settles(manager, since: .now, within: Self.interval + Self.allowance)
             stop.set()
@@ -183,12 +183,16 @@ extension HardwareTests {
 
             // Before the storm: one accessory leaves and one arrives, neither with a uevent.
             // The storm starts once the periodic reconcile has had its look and the 250 ms
-            // wait for a LEFT event has passed: within that wait, libusb would report the
-            // storm's removals at DOOMED's reused address as DOOMED's own LEFT (it keys
-            // devices by bus and address), which no host can tell from a late LEFT.
+            // wait for a LEFT event has passed, that is once DOOMED is evicted and SNEAKY
+            // admitted: within that wait, libusb would report the storm's removals at
+            // DOOMED's reused address as DOOMED's own LEFT (it keys devices by bus and
+            // address), which no host can tell from a late LEFT.
             try plugged.unplug("DOOMED", silent: true)
             let sneaky = try plugged.plug("1209:00b5:SNEAKY", silent: true)
-            try await Task.sleep(for: Self.interval + .milliseconds(400))
+            try #require(await log.wait { events in
+                events.contains { if case .disconnected(let a, _) = $0 { a.connectionID == ghost.connectionID } else { false } }
+                    && events.contains { if case .connected(let a) = $0 { HardwareTests.isAt(sneaky)(a) } else { false } }
+            })
             // 8,000 cycles with a seeded mix of lost removes, lost adds, lost pairs and
             // overflows (runs of 8–64 cycles with every uevent dropped).
             let storm = try await Self.lossyStorm(lossy, cycles: 8000, seed: 20261122)
@@ -220,7 +224,8 @@ extension HardwareTests {
             }
             let stop = StopFlag()
             let loops = sessions.enumerated().map { i, session in Task { await Self.echoLoop(session, seed: UInt64(10 + i), stop: stop) } }
-            try await Task.sleep(for: .milliseconds(100))
+            // The three sessions are busy: each has echoed something.
+            try #require(await waitUntil { sessions.allSatisfy { $0.pipe.statistics.inCompleted > 0 && $0.pipe.statistics.outCompleted > 0 } })
 
             // Under the three busy sessions: a re-enumeration the monitor sees, one it misses
             // entirely, and a lossy storm of 5,000 cycles.
@@ -233,6 +238,8 @@ extension HardwareTests {
             // Every session ends with the manager's reason for its accessory, and none hangs.
             for (i, loop) in loops.enumerated() {
                 let ended = Task {
+                    // A watchdog, not a wait for an event: a loop that the storm did not end
+                    // by then is stopped, and the check below reports it.
                     try await Task.sleep(for: Self.interval + Self.allowance + .seconds(10))
                     stop.set()
                 }

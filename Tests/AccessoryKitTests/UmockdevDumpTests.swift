@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTestSupport
 import Foundation
 import Testing
 @testable import AccessoryKit
@@ -10,7 +11,7 @@ import Testing
 ///         --testing-library swift-testing --filter UmockdevDumpTests
 @Suite(
     "Recorded devices under umockdev-run", .serialized,
-    .enabled(if: SimulatorEnvironment.isUmockdevOnly, "needs umockdev-run -d DUMP (no accessory-sim)"))
+    .enabled(if: SimulatorControl.isUmockdevOnly, "needs umockdev-run -d DUMP (no accessory-sim)"))
 struct UmockdevDumpTests {
     @Test func libusbAndSysfsAgree() throws {
         let sysfs = SysfsScanner(includeHubs: true).scan().devices

@@ -16,6 +16,8 @@ public struct SimulatorLock: SuiteTrait, TestScoping {
     ) async throws {
         let fd = open(Self.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         defer { if fd >= 0 { close(fd) } }
+        // Polls the lock (a blocking flock would hold a thread of the cooperative pool),
+        // with no deadline: the other suite holds it for its whole run.
         while fd >= 0, flock(fd, LOCK_EX | LOCK_NB) != 0 {
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -141,6 +141,10 @@ final class DataPlane: Sendable {
     /// The failure the data plane ended with, if any.
     var failure: AccessoryError? { state.withLock { $0.failure } }
 
+    /// How many reads are suspended waiting for data (tests wait on it before acting on a
+    /// pending read).
+    var waitingReads: Int { state.withLock { $0.readers.count } }
+
     // MARK: Input
 
     /// Starts the IN transfers, so data is buffered before anyone reads.

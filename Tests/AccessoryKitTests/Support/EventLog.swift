@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryTestSupport
 import Foundation
 import Testing
 @testable import AccessoryKit
@@ -38,16 +39,11 @@ actor EventLog {
         return predicate(events)
     }
 
-    /// Polls until `predicate` holds on the log, or `timeout` passes.
+    /// Waits until `predicate` holds on the log, or `timeout` passes.
     /// - Returns: whether it held.
     @discardableResult
     func wait(timeout: Duration = .seconds(10), until predicate: ([AccessoryEvent]) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if predicate(events) { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return predicate(events)
+        await waitUntil(timeout: timeout) { predicate(events) }
     }
 
     var connected: [Accessory] {
@@ -80,15 +76,4 @@ func checkInvariants(_ events: [AccessoryEvent], sourceLocation: SourceLocation 
             closed.insert(id)
         }
     }
-}
-
-/// Polls an async condition until it holds or `timeout` passes.
-@discardableResult
-func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
 }
