@@ -1,7 +1,9 @@
 /// The virtual clock of a ``SimulatedUSB``: it moves only when the simulation says so
 /// (``SimulatedUSB/advance(by:)``), and a sleep on it ends when the simulation reaches its
 /// deadline (or when the sleeping task is cancelled). A manager on the simulation uses it, so
-/// a test never waits in real time.
+/// a test never waits in real time. A sleep that nothing can end (nothing happens in the
+/// simulation for 8 s of real time) throws an ``AccessoryKit/AccessoryError`` with code
+/// `.timeout` that says to advance the clock, instead of hanging the test.
 public struct SimulatedClock: Clock, Sendable {
     public struct Instant: InstantProtocol, Sendable {
         /// Time since the simulation started.
