@@ -20,8 +20,8 @@ extension LiveCLITests {
 
         @Test("control: GET_PROTOCOL to the phone prints 02 00; to a loopback it stalls and exits 1; an interface request claims")
         func control() throws {
-            let phone = try Simulator.plug("18d1:4ee7:CTLPHONE:,android")
-            defer { _ = try? Simulator.ctl("unplug", phone) }
+            let phone = try SimulatorControl.plug("18d1:4ee7:CTLPHONE:,android").id
+            defer { _ = try? SimulatorControl.ctl("unplug", phone) }
             let got = try OpenCLI.run("control", phone, "--in", "--length", "2", "--type", "vendor", "--recipient", "device", "--request", "51")
             #expect(got.status == 0, "\(got.stderr)")
             #expect(got.stdout == "02 00\n")
@@ -31,8 +31,8 @@ extension LiveCLITests {
             let status = try OpenCLI.run(
                 "control", "1209:0001:SN1", "--in", "--length", "2", "--type", "standard", "--recipient", "interface", "--request", "0")
             #expect(status.status == 0 && status.stdout == "00 00\n", "\(status.stderr)")
-            let sn1 = try Simulator.device(serial: "SN1")
-            #expect(try Simulator.ioctlLog(sn1)["claimed"].map { $0 == "-" || $0.isEmpty } ?? true, "the claim is released afterwards")
+            let sn1 = try SimulatorControl.device(serial: "SN1").id
+            #expect(try SimulatorControl.ioctlLog(sn1)["claimed"].map { $0 == "-" || $0.isEmpty } ?? true, "the claim is released afterwards")
             let usage = try OpenCLI.run("control", phone, "--in", "--type", "vendor", "--request", "51")
             #expect(usage.status == 64, "--in needs --length: \(usage.stderr)")
         }
@@ -41,9 +41,9 @@ extension LiveCLITests {
         func switchesThePhone() throws {
             let dir = try CLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
-            let phone = try Simulator.plug("18d1:4ee7:PHONE1:,android")
+            let phone = try SimulatorControl.plug("18d1:4ee7:PHONE1:,android").id
             var current = phone
-            defer { _ = try? Simulator.ctl("unplug", current) }
+            defer { _ = try? SimulatorControl.ctl("unplug", current) }
             let watch = try Background(CLI.accessoryctl, ["watch", "--json"] + LiveCLITests.interval, in: dir)
             defer { _ = watch.stop(with: SIGTERM) }
             #expect(watch.waitForOutput { $0.contains("PHONE1") })
@@ -68,9 +68,9 @@ extension LiveCLITests {
             #expect((fresh["address"] as? Int).map { $0 != phoneAddress } == true)
             #expect(fresh["previous"] as? Int == phoneID)
 
-            current = try Simulator.device(serial: "PHONE1")
+            current = try SimulatorControl.device(serial: "PHONE1").id
             #expect(current != phone)
-            let strings = try CLI.run(Simulator.binary, ["ctl", "aoa-strings", current])
+            let strings = try CLI.run(SimulatorControl.binary, ["ctl", "aoa-strings", current])
             #expect(strings.status == 0)
             #expect(strings.stdout == "0 Example\n1 Loopback\n2 An example loopback\n3 1.0\n4 https://example.org/loopback\n5 0001\n", "\(strings.stdout)")
 
@@ -85,44 +85,32 @@ extension LiveCLITests {
             let r = try CLI.run(OpenCLI.accessoryctl, ["aoa", "1209:0002:SN2"] + Self.strings)
             #expect(r.status == 1)
             #expect(r.stderr.contains("is not an Android Open Accessory device"), "\(r.stderr)")
-            #expect(try Simulator.device(serial: "SN2").isEmpty == false, "it is still there")
+            #expect(try SimulatorControl.device(serial: "SN2").id.isEmpty == false, "it is still there")
         }
 
         @Test("A session over the ,interrupt accessory echoes, through interrupt transfers")
         func interruptEcho() throws {
-            let device = try Simulator.plug("1209:00d1:INTR1,interrupt")
-            defer { _ = try? Simulator.ctl("unplug", device) }
+            let device = try SimulatorControl.plug("1209:00d1:INTR1,interrupt").id
+            defer { _ = try? SimulatorControl.ctl("unplug", device) }
             let payload = String(repeating: "interrupt ", count: 50)
             let r = try CLI.run(
                 OpenCLI.accessoryctl, ["open", device, "--protocol", "org.example.loopback", "--idle-timeout", "0.2"], stdin: Data(payload.utf8))
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stdout == payload)
-            let log = try Simulator.ioctlLog(device)
+            let log = try SimulatorControl.ioctlLog(device)
             #expect((log["interrupt_urbs"].flatMap(Int.init) ?? 0) > 0, "\(log)")
             #expect(log["bulk_urbs"] == "0", "\(log)")
         }
 
         @Test(
             "aoa without permission on the phone's node names both udev rules",
-            .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv to act as another user"))
+            .needsSetpriv)
         func accessDenied() throws {
-            let env = ProcessInfo.processInfo.environment
-            let testbed = try #require(env["UMOCKDEV_DIR"], "UMOCKDEV_DIR is set under accessory-sim")
-            let phone = try Simulator.plug("18d1:4ee7:LOCKED:,android")
-            defer { _ = try? Simulator.ctl("unplug", phone) }
-            let parts = phone.split(separator: ":").compactMap { Int($0) }
-            let node = testbed + String(format: "/dev/bus/usb/%03d/%03d", parts[0], parts[1])
-            let fm = FileManager.default
-            try fm.setAttributes([.posixPermissions: 0o755], ofItemAtPath: (testbed as NSString).deletingLastPathComponent)
-            try fm.setAttributes([.posixPermissions: 0o1777], ofItemAtPath: testbed)
-            let ioctl = testbed + "/ioctl"
-            for path in [ioctl] + (fm.subpaths(atPath: ioctl) ?? []).map({ ioctl + "/" + $0 }) {
-                try fm.setAttributes([.posixPermissions: 0o777], ofItemAtPath: path)
-            }
-            try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: node)
-            let tool = testbed + "/accessoryctl"
-            if !fm.fileExists(atPath: tool) { try fm.copyItem(atPath: OpenCLI.accessoryctl, toPath: tool) }
-            let r = try CLI.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", tool, "aoa", "18d1:4ee7:LOCKED"] + Self.strings)
+            let phone = try SimulatorControl.plug("18d1:4ee7:LOCKED:,android").id
+            defer { _ = try? SimulatorControl.ctl("unplug", phone) }
+            let nobody = try UnprivilegedUser(tool: OpenCLI.accessoryctl)
+            try nobody.setMode(0o600, of: phone)
+            let r = try CLI.run("/usr/bin/setpriv", nobody.command(["aoa", "18d1:4ee7:LOCKED"] + Self.strings))
             #expect(r.status == 1)
             #expect(r.stderr.contains("no permission to open /dev/bus/usb/"), "\(r.stderr)")
             #expect(r.stderr.contains("accessoryctl udev-rule --vendor 18d1 --product 4ee7"), "\(r.stderr)")

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Runs the built `accessoryctl` (or another program) and captures its output.
 enum CLI {
@@ -37,14 +36,13 @@ enum CLI {
             try input.fileHandleForWriting.close()
         }
         // Read both pipes concurrently so a full stderr pipe cannot block the child.
-        let errData = LockedData()
-        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
-        reader.start()
+        let errors = PipeReader(err)
+        errors.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        while !errData.isSet { usleep(1000) }
+        errors.waitForEnd()
         return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData.value, as: UTF8.self))
+                      stderr: String(decoding: errors.data, as: UTF8.self))
     }
 
     static func ctl(_ arguments: String..., stdin: String? = nil) throws -> Result {
@@ -57,12 +55,4 @@ enum CLI {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
-}
-
-/// A value handed from one thread to another.
-final class LockedData: Sendable {
-    private let state = Mutex<(data: Data, done: Bool)>((Data(), false))
-    func set(_ d: Data) { state.withLock { $0 = (d, true) } }
-    var isSet: Bool { state.withLock { $0.done } }
-    var value: Data { state.withLock { $0.data } }
 }

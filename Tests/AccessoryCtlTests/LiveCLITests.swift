@@ -1,17 +1,18 @@
 import AccessoryCore
 import AccessoryTraces
+import AccessoryTestSupport
 import Foundation
 import Testing
 
 /// The live commands under accessory-sim. They share the simulator, so they run one at a time.
 @Suite("accessoryctl live commands (accessory-sim)", .serialized,
-       .enabled(if: Simulator.isActive, "needs accessory-sim: run scripts/test"))
+       .enabled(if: SimulatorControl.isActive, "needs accessory-sim: run scripts/test"))
 struct LiveCLITests {
     static let interval = ["--reconcile-interval", "0.3"]
 
     @Test("SIGTERM ends watch within 3 s even when nobody reads its output and a storm backs it up")
     func watchEndsWhenItsReaderIsStuck() throws {
-        let added = try Simulator.plug("1209:00b1:STUCK")
+        let added = try SimulatorControl.plug("1209:00b1:STUCK").id
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.accessoryctl)
         process.arguments = ["watch", "--json"] + Self.interval
@@ -20,10 +21,10 @@ struct LiveCLITests {
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let words = try Simulator.ctl("storm", added, "1500")
+        let words = try SimulatorControl.ctl("storm", added, "1500")
         let start = Date()
         kill(process.processIdentifier, SIGTERM)
-        while process.isRunning && Date().timeIntervalSince(start) < 10 { usleep(20_000) }
+        pollUntil { !process.isRunning }
         let elapsed = Date().timeIntervalSince(start)
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
@@ -31,7 +32,7 @@ struct LiveCLITests {
         }
         #expect(elapsed < 5, "watch took \(elapsed) s to end")
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
-        try Simulator.ctl("unplug", "\(words[1]):\(words[2])")
+        try SimulatorControl.ctl("unplug", "\(words[1]):\(words[2])")
         _ = stuck
     }
 
@@ -41,7 +42,7 @@ struct LiveCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let errURL = dir.appendingPathComponent("err")
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let added = try Simulator.plug("1209:00b3:SLOW")
+        let added = try SimulatorControl.plug("1209:00b3:SLOW").id
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.accessoryctl)
         process.arguments = ["watch", "--json", "--backlog", "16"] + Self.interval
@@ -50,46 +51,68 @@ struct LiveCLITests {
         process.standardError = try FileHandle(forWritingTo: errURL)
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        // watch prints the accessories present once its monitor runs: read those lines
+        // (and keep them), then leave the pipe unread while the storm backs lines up.
+        let output = PipeReader(pipe)
+        try #require(output.read { $0.contains("\"serial\":\"SLOW\"") }, "watch never listed SLOW")
+        let stormed = try SimulatorControl.ctl("storm", added, "600")  // 1,200 lines: about three pipes' worth
+        let after = try SimulatorControl.plug("1209:00b4:AFTER").id
+        // TODO(issue 26, item 6): still a wait for time. It gives watch's manager the time to
+        // take the storm while nobody reads, so that its backlog overflows; no condition
+        // outside the process shows that it has (the pipe does not fill: see the report).
         usleep(1_000_000)
-        let stormed = try Simulator.ctl("storm", added, "600")  // 1,200 lines: about three pipes' worth
-        let after = try Simulator.plug("1209:00b4:AFTER")
-        usleep(1_000_000)
-        let output = LockedData()
-        let reader = Thread { output.set(pipe.fileHandleForReading.readDataToEndOfFile()) }
-        reader.start()
-        // The reader only sees its data at EOF, so wait for the difference on stderr first.
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline, !((try? String(contentsOf: errURL, encoding: .utf8)) ?? "").contains("fell behind") { usleep(20_000) }
-        usleep(1_000_000)
-        let listed = try CLI.run(Simulator.binary, ["ctl", "list"]).stdout.split(separator: "\n").compactMap { line -> String? in
-            let w = line.split(whereSeparator: \.isWhitespace)
-            return w.count >= 4 && w[3] != "05e3:0608" ? "\(w[0]):\(w[1])" : nil
-        }
+        output.start()
+        // watch says it fell behind when its printer reaches the gap.
+        #expect(pollUntil(timeout: .seconds(15)) { ((try? String(contentsOf: errURL, encoding: .utf8)) ?? "").contains("fell behind") })
+        let listed = try SimulatorControl.list().filter { $0.vendorProduct != "05e3:0608" }.map(\.device.id)
+        // Then its lines catch up with the simulator's list.
+        #expect(pollUntil(timeout: .seconds(15)) { Set(Self.liveAccessories(output.data).live) == Set(listed) })
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
-        while !output.isSet { usleep(20_000) }
+        output.waitForEnd()
         let stderr = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
         #expect(stderr.contains("output fell behind by more than 16 lines"), "\(stderr)")
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
 
         // The lines keep the stream's promise, and before shutdown they add up to what is plugged.
+        let (live, problems) = Self.liveAccessories(output.data)
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(Set(live) == Set(listed), "watch: \(live.sorted()), simulator: \(listed.sorted())")
+        #expect(listed.contains(after))
+        try SimulatorControl.ctl("unplug", after)
+        try SimulatorControl.ctl("unplug", "\(stormed[1]):\(stormed[2])")
+    }
+
+    /// The `BUS:ADDRESS` of the accessories the complete lines of `watch --json` output hold
+    /// connected (a `shutdown` disconnect keeps them), and the lines that break the stream's
+    /// promise (an ID connected twice, a disconnect without a connect, a line that is no
+    /// JSON notification).
+    static func liveAccessories(_ output: Data) -> (live: [String], problems: [String]) {
         var live: [Int: String] = [:]
         var ended = Set<Int>()
-        for line in String(decoding: output.value, as: UTF8.self).split(separator: "\n") {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
-            let id = try #require(object["connectionID"] as? Int)
+        var problems: [String] = []
+        let text = String(decoding: output, as: UTF8.self)
+        for line in text.split(separator: "\n").dropLast(text.hasSuffix("\n") ? 0 : 1) {
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+                let id = object["connectionID"] as? Int
+            else {
+                problems.append("not a notification: \(line)")
+                continue
+            }
             if object["notification"] as? String == "connected" {
-                #expect(live[id] == nil && !ended.contains(id), "ID \(id) connected twice")
-                live[id] = "\(object["bus"]!):\(object["address"]!)"
+                if live[id] != nil || ended.contains(id) { problems.append("ID \(id) connected twice") }
+                live[id] = "\(object["bus"] ?? "?"):\(object["address"] ?? "?")"
             } else {
-                #expect(live[id] != nil, "ID \(id) disconnected without being connected")
+                if live[id] == nil { problems.append("ID \(id) disconnected without being connected") }
                 if object["reason"] as? String != "shutdown" { live[id] = nil; ended.insert(id) }
             }
         }
-        #expect(Set(live.values) == Set(listed), "watch: \(live.values.sorted()), simulator: \(listed.sorted())")
-        #expect(listed.contains(after))
-        try Simulator.ctl("unplug", after)
-        try Simulator.ctl("unplug", "\(stormed[1]):\(stormed[2])")
+        return (Array(live.values), problems)
+    }
+
+    /// Whether the trace at `path` reads back with a record for which `predicate` holds.
+    static func traced(_ path: String, _ predicate: (HotplugEvent) -> Bool) -> Bool {
+        ((try? TraceReader.readAll(path: path))?.records.contains { predicate($0.event) }) ?? false
     }
 
     @Test("watch prints present accessories, then plug and unplug, and exits 0 on SIGINT and SIGTERM",
@@ -99,9 +122,9 @@ struct LiveCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let watch = try Background(CLI.accessoryctl, ["watch", "--json"] + Self.interval, in: dir)
         #expect(watch.waitForOutput { $0.contains("\"serial\":\"SN1\"") })
-        let added = try Simulator.plug("1209:0007:SN7")
+        let added = try SimulatorControl.plug("1209:0007:SN7").id
         #expect(watch.waitForOutput { $0.contains("\"serial\":\"SN7\"") })
-        try Simulator.ctl("unplug", added)
+        try SimulatorControl.ctl("unplug", added)
         #expect(watch.waitForOutput { $0.contains("\"reason\":\"unplugged\"") })
         #expect(watch.stop(with: signal) == 0, "\(watch.stderr)")
         let lines = watch.stdout.split(separator: "\n")
@@ -116,11 +139,12 @@ struct LiveCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let trace = dir.appendingPathComponent("rec.jsonl").path
         let record = try Background(CLI.accessoryctl, ["record", trace] + Self.interval, in: dir)
-        usleep(800_000)
-        let added = try Simulator.plug("1209:0008:SN8")
-        usleep(400_000)
-        try Simulator.ctl("unplug", added)
-        usleep(400_000)
+        // record writes its start-up snapshot once its monitor runs.
+        try #require(pollUntil { Self.traced(trace) { if case .snapshot = $0 { true } else { false } } }, "\(record.stderr)")
+        let added = try SimulatorControl.plug("1209:0008:SN8").id
+        #expect(pollUntil { Self.traced(trace) { $0.descriptor?.serial == "SN8" } })
+        try SimulatorControl.ctl("unplug", added)
+        #expect(pollUntil { Self.traced(trace) { if case .removed(let r) = $0 { "\(r.bus):\(r.address ?? 0)" == added } else { false } } })
         #expect(record.stop(with: signal) == 0, "\(record.stderr)")
         let contents = try TraceReader.readAll(path: trace)
         #expect(contents.warnings.isEmpty)
@@ -147,11 +171,11 @@ struct LiveCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let trace = dir.appendingPathComponent("killed.jsonl").path
         let record = try Background(CLI.accessoryctl, ["record", trace] + Self.interval, in: dir)
-        usleep(700_000)
-        let added = try Simulator.plug("1209:0009:SN9")
-        usleep(300_000)
+        try #require(pollUntil { Self.traced(trace) { if case .snapshot = $0 { true } else { false } } }, "\(record.stderr)")
+        let added = try SimulatorControl.plug("1209:0009:SN9").id
+        #expect(pollUntil { Self.traced(trace) { $0.descriptor?.serial == "SN9" } })
         _ = record.stop(with: SIGKILL)
-        try Simulator.ctl("unplug", added)
+        try SimulatorControl.ctl("unplug", added)
         let whole = try TraceReader.readAll(path: trace)
         #expect(whole.records.count >= 2)
         // Simulate the kill landing mid-write: cut the last line short.
@@ -172,29 +196,38 @@ struct LiveCLITests {
         let script = "'\(CLI.accessoryctl)' watch --json --reconcile-interval 0.3 | head -1; echo \"status=${PIPESTATUS[0]}\""
         let shell = try Background("/bin/bash", ["-c", script], in: dir)
         #expect(shell.waitForOutput { $0.contains("notification") }, "head sees the first line at once")
-        usleep(300_000)
-        let added = try Simulator.plug("1209:000a:SNA")
+        // The plug comes once head has exited, so that watch's next line finds the pipe closed.
+        #expect(pollUntil { !Self.childCommands(of: shell.process.processIdentifier).contains("head") })
+        let added = try SimulatorControl.plug("1209:000a:SNA").id
         let status = shell.waitForExit(timeout: 10)
-        try Simulator.ctl("unplug", added)
+        try SimulatorControl.ctl("unplug", added)
         #expect(status == 0)
         let out = shell.stdout
         #expect(out.contains("status=0") || out.contains("status=141"), "\(out)")
         #expect(shell.stderr.isEmpty, "\(shell.stderr)")
     }
 
+    /// The command names (`comm`) of `pid`'s children.
+    static func childCommands(of pid: Int32) -> [String] {
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        return children.split(separator: " ").compactMap {
+            try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
     @Test("Shutdown after a hub left before its child (whose event was lost) does not crash (libusb 1.0.26 workaround)")
     func parentLeftBeforeChild() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let words = try Simulator.ctl("plug-hub", "1-9", "4")
+        let words = try SimulatorControl.ctl("plug-hub", "1-9", "4")
         let hub = "\(words[1]):\(words[2])"
-        let child = try Simulator.plug("1209:000c:SNC", port: "1-9.4")
+        let child = try SimulatorControl.plug("1209:000c:SNC", port: "1-9.4").id
         let watch = try Background(CLI.accessoryctl, ["watch", "--json"] + Self.interval, in: dir)
         #expect(watch.waitForOutput { $0.contains("SNC") })
         // The child's remove event is lost; the hub's comes: libusb drops the hub from its
         // list while it still holds the child.
-        try Simulator.ctl("unplug", child, "--silent")
-        try Simulator.ctl("unplug", hub)
+        try SimulatorControl.ctl("unplug", child, "--silent")
+        try SimulatorControl.ctl("unplug", hub)
         #expect(watch.waitForOutput { $0.contains("\"serial\":\"SNC\",\"reason\"") })
         #expect(watch.stop(with: SIGINT) == 0, "\(watch.stderr)")
     }
@@ -215,9 +248,9 @@ extension LiveCLITests {
         #expect(r.stdout.contains("libusb 1.0"))
         #expect(r.stdout.contains("/dev/bus/usb/001/"))
         #expect(r.stdout.contains("accessoryctl udev-rule --vendor 1209 --product 0001"))
-        let added = try Simulator.plug("1209:000d:SND")
-        defer { _ = try? Simulator.ctl("unplug", added) }
-        try Simulator.ctl("kernel-driver", added, "0", "cdc_acm")
+        let added = try SimulatorControl.plug("1209:000d:SND").id
+        defer { _ = try? SimulatorControl.ctl("unplug", added) }
+        try SimulatorControl.ctl("kernel-driver", added, "0", "cdc_acm")
         let withDriver = try CLI.ctl("doctor")
         #expect(withDriver.status == 0, "a kernel driver is a warning, not a block")
         #expect(withDriver.stdout.contains("held by the kernel driver cdc_acm"))
@@ -227,16 +260,16 @@ extension LiveCLITests {
 extension LiveCLITests {
     @Test("doctor reports each host controller's devices and endpoints, and warns as one nears 32 slots or 96 endpoints")
     func doctorForFarms() throws {
-        let top = try Simulator.ctl("plug-hub", "2-9", "7")
+        let top = try SimulatorControl.ctl("plug-hub", "2-9", "7")
         let hub = "\(top[1]):\(top[2])"
-        defer { _ = try? Simulator.ctl("unplug", hub) }
+        defer { _ = try? SimulatorControl.ctl("unplug", hub) }
         let quiet = try CLI.ctl("doctor")
         #expect(quiet.stdout.contains("host controller 0000:00:02.0 (xhci_hcd, bus 2): 1 device, 2 endpoints"), "\(quiet.stdout)")
         // 4 more hubs and 24 accessories behind them: 29 devices, 5×2 + 24×3 = 82 endpoints
         // (a hub has its interrupt endpoint and endpoint 0, a loopback two bulk ones and 0).
         for h in 1...4 {
-            try Simulator.ctl("plug-hub", "2-9.\(h)", "7")
-            for p in 1...(h == 4 ? 3 : 7) { _ = try Simulator.plug("1209:00f1:FARM\(h)\(p)", port: "2-9.\(h).\(p)") }
+            try SimulatorControl.ctl("plug-hub", "2-9.\(h)", "7")
+            for p in 1...(h == 4 ? 3 : 7) { _ = try SimulatorControl.plug("1209:00f1:FARM\(h)\(p)", port: "2-9.\(h).\(p)").id }
         }
         let busy = try CLI.ctl("doctor")
         #expect(busy.status == 0, "a crowded controller is a warning, not a block")

@@ -1,5 +1,6 @@
 import AccessoryCore
 import AccessoryTraces
+import AccessoryTestSupport
 import Foundation
 import Testing
 
@@ -29,7 +30,7 @@ extension LiveCLITests {
         let instances = try Cycle.run(5, spec: "1209:00a1:MP1", client: c)
         let seen = try Self.expectSawEveryEvent(in: first, client: c, serial: "MP1", instances: instances)
         #expect(seen.unplugged(serial: "MP1") == instances, "the first watch's unplugs \(seen.unplugged(serial: "MP1")) of \(instances)")
-        try Simulator.ctl("uevent-check")
+        try SimulatorControl.ctl("uevent-check")
     }
 
     @Test("Two watches started one after the other both see every later event")
@@ -51,7 +52,7 @@ extension LiveCLITests {
             let seen = try Self.expectSawEveryEvent(in: watch, client: c, serial: "MP2", instances: instances)
             #expect(seen.unplugged(serial: "MP2") == instances)
         }
-        try Simulator.ctl("uevent-check")
+        try SimulatorControl.ctl("uevent-check")
     }
 
     @Test("watch beside open sessions in other processes: 20 stream/unplug/replug cycles, every instance announced, every unplug 'unplugged'")
@@ -65,7 +66,7 @@ extension LiveCLITests {
         defer { _ = watch.stop(with: SIGINT) }
         #expect(watch.waitForOutput { $0.contains("\"serial\":\"SN1\"") }, "\(watch.stderr)")
 
-        var device = try Simulator.plug(spec)
+        var device = try SimulatorControl.plug(spec).id
         var instances = [device]
         try c.waitFor(device, arrived: true)
         var openReasons: [String: Int] = [:]
@@ -77,16 +78,15 @@ extension LiveCLITests {
             var generator = SplitMix64(seed: UInt64(cycle + 1))
             let payload = Data(generator.bytes(16 * 1024))
             open.send(payload)
-            let deadline = Date().addingTimeInterval(10)
-            while open.stdout.count < payload.count && open.process.isRunning && Date() < deadline { usleep(5_000) }
+            pollUntil { open.stdout.count >= payload.count || !open.process.isRunning }
             #expect(open.stdout == payload, "cycle \(cycle): open echoed \(open.stdout.count) of \(payload.count) bytes: \(open.stderr)")
-            try Simulator.ctl("unplug", device)
+            try SimulatorControl.ctl("unplug", device)
             let exit = open.waitForExit()
             // open's own reason on an unplug mid-stream is issue #11; it is recorded, not judged.
             let reason = open.stderr.contains("ghost-evicted") ? "ghost-evicted" : open.stderr.contains("unplugged") ? "unplugged" : "other(\(exit.status))"
             openReasons[reason, default: 0] += 1
             try c.waitFor(device, arrived: false)
-            device = try Simulator.plug(spec)
+            device = try SimulatorControl.plug(spec).id
             instances.append(device)
             try c.waitFor(device, arrived: true)
         }
@@ -94,11 +94,11 @@ extension LiveCLITests {
         #expect(seen.unplugged(serial: "MP3") == Array(instances.dropLast()), "\(seen.unplugged(serial: "MP3").count) of \(cycles) unplugs reported as unplugged")
         #expect(seen.ghostEvicted(serial: "MP3").isEmpty, "plain unplugs reported as ghosts: \(seen.ghostEvicted(serial: "MP3"))")
         // The watch ends holding the live device.
-        let live = try Simulator.device(serial: "MP3")
+        let live = try SimulatorControl.device(serial: "MP3").id
         #expect(seen.held(serial: "MP3") == live, "watch holds \(seen.held(serial: "MP3") ?? "nothing"), the simulator lists \(live)")
         print("watchBesideOpenSessions: C client \(c.events(of: instances).filter { $0.arrived }.count) arrivals, \(c.events(of: instances).filter { !$0.arrived }.count) lefts; watch \(seen.connected(serial: "MP3").count) connected, \(seen.unplugged(serial: "MP3").count) unplugged; open's own exit reasons: \(openReasons)")
-        try Simulator.ctl("unplug", device)
-        try Simulator.ctl("uevent-check")
+        try SimulatorControl.ctl("unplug", device)
+        try SimulatorControl.ctl("uevent-check")
     }
 
     @Test("record and watch at once both see every event the C client saw")
@@ -113,7 +113,7 @@ extension LiveCLITests {
         #expect(watch.waitForOutput { $0.contains("\"serial\":\"SN1\"") }, "\(watch.stderr)")
         let record = try Background(CLI.accessoryctl, ["record", trace] + Self.interval, in: dir)
         // record writes its start-up snapshot once its monitor runs.
-        #expect(Self.waitFor { ((try? TraceReader.readAll(path: trace))?.records.contains { if case .snapshot = $0.event { true } else { false } }) ?? false },
+        #expect(pollUntil { ((try? TraceReader.readAll(path: trace))?.records.contains { if case .snapshot = $0.event { true } else { false } }) ?? false },
                 "record never wrote its first snapshot: \(record.stderr)")
         try UeventSockets.expectOwnSockets(for: [watch.process.processIdentifier, record.process.processIdentifier, c.pid])
 
@@ -131,13 +131,13 @@ extension LiveCLITests {
             }
             return (adds, removes)
         }
-        #expect(Self.waitFor { Set(traced().adds).isSuperset(of: cAdds) && Set(traced().removes).isSuperset(of: cLefts) },
+        #expect(pollUntil { Set(traced().adds).isSuperset(of: cAdds) && Set(traced().removes).isSuperset(of: cLefts) },
                 "record saw adds \(traced().adds), removes \(traced().removes); the C client saw arrivals \(cAdds), lefts \(cLefts)")
         #expect(record.stop(with: SIGINT) == 0, "\(record.stderr)")
         let t = traced()
         #expect(t.adds == instances && t.removes == instances, "record: adds \(t.adds), removes \(t.removes); instances \(instances)")
         try Self.expectSawEveryEvent(in: watch, client: c, serial: "MP4", instances: instances)
-        try Simulator.ctl("uevent-check")
+        try SimulatorControl.ctl("uevent-check")
     }
 
     @Test("The guard: two listeners without the shim share umockdev's event<FD> name, and uevent-check fails loudly")
@@ -151,25 +151,16 @@ extension LiveCLITests {
         defer { a.stop() }
         let b = try HotplugClient(in: dir, environment: env)
         defer { b.stop() }
-        let check = try CLI.run(Simulator.binary, ["ctl", "uevent-check"])
+        let check = try CLI.run(SimulatorControl.binary, ["ctl", "uevent-check"])
         #expect(check.status == 1, "uevent-check passed with two shim-less listeners: \(check.stdout)")
         #expect(check.stdout.contains("shared by 2 live sockets"), "\(check.stdout)")
         a.stop()
         b.stop()
         // Both gone: their sockets refuse connections and the name is no longer shared.
-        #expect(Self.waitFor { ((try? CLI.run(Simulator.binary, ["ctl", "uevent-check"]))?.stdout.contains("shared") ?? true) == false })
+        #expect(pollUntil { ((try? CLI.run(SimulatorControl.binary, ["ctl", "uevent-check"]))?.stdout.contains("shared") ?? true) == false })
     }
 
     // ---- helpers ----
-
-    static func waitFor(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
 
     /// Waits until `watch` has announced every arrival of `instances` (of `serial`) the C
     /// client saw (as `connected` at that bus and address) and reported every left (as
@@ -202,15 +193,15 @@ enum Cycle {
     /// Plugs `spec`, then unplugs and re-plugs it `count` times, then unplugs it. Returns the
     /// `BUS:ADDRESS` of every instance (`count` + 1), in order.
     static func run(_ count: Int, spec: String, client: HotplugClient) throws -> [String] {
-        var instances = [try Simulator.plug(spec)]
+        var instances = [try SimulatorControl.plug(spec).id]
         try client.waitFor(instances.last!, arrived: true)
         for _ in 1...count {
-            try Simulator.ctl("unplug", instances.last!)
+            try SimulatorControl.ctl("unplug", instances.last!)
             try client.waitFor(instances.last!, arrived: false)
-            instances.append(try Simulator.plug(spec))
+            instances.append(try SimulatorControl.plug(spec).id)
             try client.waitFor(instances.last!, arrived: true)
         }
-        try Simulator.ctl("unplug", instances.last!)
+        try SimulatorControl.ctl("unplug", instances.last!)
         try client.waitFor(instances.last!, arrived: false)
         return instances
     }
@@ -255,18 +246,18 @@ final class HotplugClient {
 
     /// Built through files, not pipes: while other suites spawn processes at the same time, a
     /// pipe's write end can leak into this process and a read to its end never returns.
-    static let binary: Result<String, Simulator.Failure> = {
+    static let binary: Result<String, SimulatorControl.Failure> = {
         let tmp = FileManager.default.temporaryDirectory
         let out = tmp.appendingPathComponent("hotplug-client-\(getpid())").path
         let source = CLI.packageRoot.appendingPathComponent("benchmarks/c/hotplug_latency.c").path
         let script = "cc -O1 -Wall -Wextra -o '\(out)' '\(source)' $(pkg-config --cflags --libs libusb-1.0)"
         guard let build = try? Background("/bin/sh", ["-c", script], in: tmp) else {
-            return .failure(Simulator.Failure(description: "cannot run cc"))
+            return .failure(SimulatorControl.Failure(description: "cannot run cc"))
         }
         let status = build.waitForExit(timeout: 120)
         try? FileManager.default.removeItem(at: build.stdoutURL)
         defer { try? FileManager.default.removeItem(at: build.stderrURL) }
-        guard status == 0 else { return .failure(Simulator.Failure(description: "cannot build the C client (\(status)): \(build.stderr)")) }
+        guard status == 0 else { return .failure(SimulatorControl.Failure(description: "cannot build the C client (\(status)): \(build.stderr)")) }
         return .success(out)
     }()
 
@@ -274,7 +265,7 @@ final class HotplugClient {
         let path = try Self.binary.get()
         background = try Background(path, [], in: dir, environment: environment)
         guard background.waitForOutput({ $0.hasPrefix("ready") }) else {
-            throw Simulator.Failure(description: "the C hotplug client did not start: \(background.stderr)")
+            throw SimulatorControl.Failure(description: "the C hotplug client did not start: \(background.stderr)")
         }
     }
 
@@ -292,7 +283,7 @@ final class HotplugClient {
     /// Waits until the client saw `device` (`BUS:ADDRESS`) arrive, or leave.
     func waitFor(_ device: String, arrived: Bool) throws {
         guard background.waitForOutput({ _ in self.events.contains { $0.key == device && $0.arrived == arrived } }) else {
-            throw Simulator.Failure(description: "the C client never saw \(device) \(arrived ? "arrive" : "leave"): \(background.stdout)")
+            throw SimulatorControl.Failure(description: "the C client never saw \(device) \(arrived ? "arrive" : "leave"): \(background.stdout)")
         }
     }
 
@@ -318,7 +309,7 @@ enum UeventSockets {
             #expect(names.contains { $0.hasPrefix(prefix) }, "process \(pid) has no uevent socket of its own among \(names)",
                     sourceLocation: sourceLocation)
         }
-        let check = try CLI.run(Simulator.binary, ["ctl", "uevent-check"])
+        let check = try CLI.run(SimulatorControl.binary, ["ctl", "uevent-check"])
         #expect(check.status == 0, "two listeners share a uevent socket name: \(check.stdout)", sourceLocation: sourceLocation)
     }
 }

@@ -44,7 +44,7 @@ extension LiveCLITests {
 
         @Test("BUS:ADDRESS, as list prints it, opens that accessory")
         func busAddressTarget() throws {
-            let device = try Simulator.device(serial: "SN2")
+            let device = try SimulatorControl.device(serial: "SN2").id
             let r = try CLI.run(OpenCLI.accessoryctl, ["open", device, "--protocol", "org.example.loopback", "--idle-timeout", "0.1"], stdin: Data("by address\n".utf8))
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stdout == "by address\n")
@@ -52,27 +52,27 @@ extension LiveCLITests {
 
         @Test("An accessory whose protocol interface is number 5 opens and echoes on interface 5; one numbered 40 (beyond libusb's 32) fails clearly, without a crash")
         func interfaceNumbers() throws {
-            let five = try Simulator.plug("1209:00c9:IFACE5,interface=5")
-            defer { _ = try? Simulator.ctl("unplug", five) }
+            let five = try SimulatorControl.plug("1209:00c9:IFACE5,interface=5").id
+            defer { _ = try? SimulatorControl.ctl("unplug", five) }
             let list = try CLI.run(OpenCLI.accessoryctl, ["list", "--json"])
             #expect(list.stdout.contains("IFACE5"))
             let echoed = try CLI.run(OpenCLI.accessoryctl, ["open", five, "--idle-timeout", "0.2"] + Self.loopback, stdin: Data("five".utf8))
             #expect(echoed.status == 0 && echoed.stdout == "five", "\(echoed.stderr)")
-            let forty = try Simulator.plug("1209:00ca:IFACE40,interface=40")
-            defer { _ = try? Simulator.ctl("unplug", forty) }
+            let forty = try SimulatorControl.plug("1209:00ca:IFACE40,interface=40").id
+            defer { _ = try? SimulatorControl.ctl("unplug", forty) }
             let failed = try CLI.run(OpenCLI.accessoryctl, ["open", forty] + Self.loopback, stdin: Data("x".utf8))
             #expect(failed.status == 1, "\(failed.stderr)")
             #expect(failed.stderr.contains("error: ") && !failed.stderr.contains("Fatal error"), "\(failed.stderr)")
-            #expect(throws: (any Error).self) { try Simulator.ctl("plug", "1209:00cb:BAD,interface=256") }
-            #expect(throws: (any Error).self) { try Simulator.ctl("plug", "1209:00cb:BAD,sparkles") }
+            #expect(throws: (any Error).self) { try SimulatorControl.ctl("plug", "1209:00cb:BAD,interface=256") }
+            #expect(throws: (any Error).self) { try SimulatorControl.ctl("plug", "1209:00cb:BAD,sparkles") }
         }
 
         @Test("Cloned serials: open VID:PID:SERIAL exits 1 naming both ports; open PORT opens the one asked for")
         func clonedSerials() throws {
-            let a = try Simulator.plug("1209:00cc:TWIN")
-            let b = try Simulator.plug("1209:00cc:TWIN")
-            defer { _ = try? Simulator.ctl("unplug", a); _ = try? Simulator.ctl("unplug", b) }
-            let ports = try Simulator.ctl(["list"]).joined(separator: " ")
+            let a = try SimulatorControl.plug("1209:00cc:TWIN").id
+            let b = try SimulatorControl.plug("1209:00cc:TWIN").id
+            defer { _ = try? SimulatorControl.ctl("unplug", a); _ = try? SimulatorControl.ctl("unplug", b) }
+            let ports = try SimulatorControl.ctl(["list"]).joined(separator: " ")
             let ambiguous = try CLI.run(OpenCLI.accessoryctl, ["open", "1209:00cc:TWIN"] + Self.loopback, stdin: Data())
             #expect(ambiguous.status == 1)
             let list = try CLI.run(OpenCLI.accessoryctl, ["list", "--json"])
@@ -97,18 +97,17 @@ extension LiveCLITests {
         func signalReleasesTheInterface(signal: Int32) throws {
             let dir = try CLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
-            let device = try Simulator.device(serial: "SN1")
-            let before = try Simulator.ioctlLog(device)
+            let device = try SimulatorControl.device(serial: "SN1").id
+            let before = try SimulatorControl.ioctlLog(device)
             let open = try OpenProcess(["1209:0001:SN1"] + Self.loopback, in: dir)
-            #expect(try Simulator.waitForLog(device) { $0["claimed"] == "0" }, "the session claims interface 0")
+            #expect(try SimulatorControl.waitForLog(device) { $0["claimed"] == "0" }, "the session claims interface 0")
             open.send(Data("ping".utf8))
-            let deadline = Date().addingTimeInterval(10)
-            while open.stdout.count < 4 && Date() < deadline { usleep(10_000) }
+            pollUntil { open.stdout.count >= 4 }
             #expect(open.stdout == Data("ping".utf8))
             kill(open.process.processIdentifier, signal)
             let (status, _) = open.waitForExit()
             #expect(status == 0, "\(open.stderr)")
-            let after = try Simulator.ioctlLog(device)
+            let after = try SimulatorControl.ioctlLog(device)
             #expect(after["claimed"] == "-")
             #expect(Int(after["released"] ?? "") == Int(before["released"] ?? "x").map { $0 + 1 }, "released explicitly: \(after)")
             #expect(after["dropped"] != nil && after["dropped"] == before["dropped"], "not merely dropped when the process died: \(after)")
@@ -119,10 +118,10 @@ extension LiveCLITests {
         func sigtermDuringABusySessionReattachesTheDriver() throws {
             let dir = try CLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
-            let device = try Simulator.plug("1209:00c3:BUSYTERM")
-            defer { _ = try? Simulator.ctl("unplug", device) }
-            try Simulator.ctl("kernel-driver", device, "0", "usbtest")
-            let before = try Simulator.ioctlLog(device)
+            let device = try SimulatorControl.plug("1209:00c3:BUSYTERM").id
+            defer { _ = try? SimulatorControl.ctl("unplug", device) }
+            try SimulatorControl.ctl("kernel-driver", device, "0", "usbtest")
+            let before = try SimulatorControl.ioctlLog(device)
             #expect(before["driver"] == "usbtest")
             let open = try OpenProcess(["1209:00c3:BUSYTERM", "--detach-kernel-driver"] + Self.loopback, in: dir)
             defer { if open.process.isRunning { kill(open.process.processIdentifier, SIGKILL) } }
@@ -135,16 +134,16 @@ extension LiveCLITests {
                 while chunk.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) > 0 {}
             }
             writer.start()
-            let busy = try Simulator.waitForLog(device) { log in
+            let busy = try SimulatorControl.waitForLog(device) { log in
                 log["claimed"] == "0" && (UInt64(log["bytes-out"] ?? "") ?? 0) >= (UInt64(before["bytes-out"] ?? "") ?? 0) + (4 << 20)
             }
             #expect(busy, "4 MiB went through the session before the signal")
-            let during = try Simulator.ioctlLog(device)
+            let during = try SimulatorControl.ioctlLog(device)
             #expect(during["driver"] == "-", "the driver is detached while the session is open: \(during)")
             kill(open.process.processIdentifier, SIGTERM)
             let (status, _) = open.waitForExit()
             #expect(status == 0, "\(open.stderr)")
-            let after = try Simulator.ioctlLog(device)
+            let after = try SimulatorControl.ioctlLog(device)
             #expect(after["claimed"] == "-", "\(after)")
             #expect(Int(after["released"] ?? "") == Int(before["released"] ?? "x").map { $0 + 1 }, "released explicitly: \(after)")
             #expect(after["dropped"] != nil && after["dropped"] == before["dropped"], "not merely dropped when the process died: \(after)")
@@ -157,14 +156,14 @@ extension LiveCLITests {
         func sigkillThenReopen() throws {
             let dir = try CLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
-            let device = try Simulator.device(serial: "SN1")
-            let before = try Simulator.ioctlLog(device)
+            let device = try SimulatorControl.device(serial: "SN1").id
+            let before = try SimulatorControl.ioctlLog(device)
             let open = try OpenProcess(["1209:0001:SN1"] + Self.loopback, in: dir)
-            #expect(try Simulator.waitForLog(device) { $0["claimed"] == "0" }, "the session claims interface 0")
+            #expect(try SimulatorControl.waitForLog(device) { $0["claimed"] == "0" }, "the session claims interface 0")
             kill(open.process.processIdentifier, SIGKILL)
             _ = open.waitForExit()
-            #expect(try Simulator.waitForLog(device) { $0["claimed"] == "-" }, "the kernel (here: the simulator) drops the dead client's claim")
-            #expect(Int(try Simulator.ioctlLog(device)["dropped"] ?? "") == Int(before["dropped"] ?? "x").map { $0 + 1 })
+            #expect(try SimulatorControl.waitForLog(device) { $0["claimed"] == "-" }, "the kernel (here: the simulator) drops the dead client's claim")
+            #expect(Int(try SimulatorControl.ioctlLog(device)["dropped"] ?? "") == Int(before["dropped"] ?? "x").map { $0 + 1 })
             let again = try CLI.run(CLI.accessoryctl, ["open", "1209:0001:SN1"] + Self.loopback + ["--idle-timeout", "0.3"], stdin: Data("again".utf8))
             #expect(again.status == 0, "\(again.stderr)")
             #expect(again.stdout == "again")
@@ -172,30 +171,15 @@ extension LiveCLITests {
 
         @Test(
             "Without permission on the device node, open names the udev rule that fixes it; with the rule's access, the same user opens it",
-            .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv to act as another user"))
+            .needsSetpriv)
         func permissionDeniedNamesTheUdevRule() throws {
-            let env = ProcessInfo.processInfo.environment
-            let testbed = try #require(env["UMOCKDEV_DIR"], "UMOCKDEV_DIR is set under accessory-sim")
-            let device = try Simulator.plug("1209:00c4:NOPERM")
-            defer { _ = try? Simulator.ctl("unplug", device) }
-            let parts = device.split(separator: ":").compactMap { Int($0) }
-            let node = testbed + String(format: "/dev/bus/usb/%03d/%03d", parts[0], parts[1])
-
-            // Let another user reach the testbed as it would reach /sys and /dev: the
-            // testbed's directories and umockdev's ioctl sockets. The device node itself
-            // stays root's, 0600, as on a machine without the rule.
-            let fm = FileManager.default
-            try fm.setAttributes([.posixPermissions: 0o755], ofItemAtPath: (testbed as NSString).deletingLastPathComponent)
-            try fm.setAttributes([.posixPermissions: 0o1777], ofItemAtPath: testbed)
-            let ioctl = testbed + "/ioctl"
-            for path in [ioctl] + (fm.subpaths(atPath: ioctl) ?? []).map({ ioctl + "/" + $0 }) {
-                try fm.setAttributes([.posixPermissions: 0o777], ofItemAtPath: path)
-            }
-            try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: node)
-            // The tool itself, where that user can run it.
-            let tool = testbed + "/accessoryctl"
-            if !fm.fileExists(atPath: tool) { try fm.copyItem(atPath: OpenCLI.accessoryctl, toPath: tool) }
-            let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", tool, "open", "1209:00c4:NOPERM"] + Self.loopback + ["--idle-timeout", "0.2"]
+            let device = try SimulatorControl.plug("1209:00c4:NOPERM").id
+            defer { _ = try? SimulatorControl.ctl("unplug", device) }
+            // Another user reaches the testbed as it would reach /sys and /dev; the device
+            // node itself stays root's, 0600, as on a machine without the rule.
+            let nobody = try UnprivilegedUser(tool: OpenCLI.accessoryctl)
+            try nobody.setMode(0o600, of: device)
+            let asNobody = nobody.command(["open", "1209:00c4:NOPERM"] + Self.loopback + ["--idle-timeout", "0.2"])
 
             let denied = try CLI.run("/usr/bin/setpriv", asNobody, stdin: Data("hi".utf8))
             #expect(denied.status == 1)
@@ -203,12 +187,12 @@ extension LiveCLITests {
             #expect(error.hasPrefix("error: no permission to open /dev/bus/usb/"), "\(denied.stderr)")
             #expect(error.contains("accessoryctl udev-rule --vendor 1209 --product 00c4"), "\(denied.stderr)")
             // `doctor`, run by that user, says the same.
-            let doctor = try CLI.run("/usr/bin/setpriv", Array(asNobody.prefix(4)) + ["doctor"])
+            let doctor = try CLI.run("/usr/bin/setpriv", nobody.command(["doctor"]))
             #expect(doctor.status == 1)
             #expect(doctor.stdout.contains("1209:00c4 Loopback Accessory on") && doctor.stdout.contains("no permission to open /dev/bus/usb/"), "\(doctor.stdout)")
 
             // What the rule's uaccess ACL grants the seat's user, here as a mode.
-            try fm.setAttributes([.posixPermissions: 0o666], ofItemAtPath: node)
+            try nobody.setMode(0o666, of: device)
             let allowed = try CLI.run("/usr/bin/setpriv", asNobody, stdin: Data("hi".utf8))
             #expect(allowed.status == 0, "\(allowed.stderr)")
             #expect(allowed.stdout == "hi")
@@ -218,11 +202,11 @@ extension LiveCLITests {
         func accessoryGoesAway() throws {
             let dir = try CLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
-            let device = try Simulator.plug("1209:00c1:CLIGONE")
+            let device = try SimulatorControl.plug("1209:00c1:CLIGONE").id
             let open = try OpenProcess(["1209:00c1:CLIGONE"] + Self.loopback, in: dir)
             defer { if open.process.isRunning { kill(open.process.processIdentifier, SIGKILL) } }
-            #expect(try Simulator.waitForLog(device) { $0["claimed"] == "0" })
-            try Simulator.ctl("unplug", device)
+            #expect(try SimulatorControl.waitForLog(device) { $0["claimed"] == "0" })
+            try SimulatorControl.ctl("unplug", device)
             let (status, seconds) = open.waitForExit(timeout: 5)
             #expect(status == 1)
             #expect(seconds < 1, "exited \(seconds) s after the unplug")
@@ -237,13 +221,13 @@ extension LiveCLITests {
             defer { try? FileManager.default.removeItem(at: dir) }
             for (run, delay) in [0, 240, 30, 120, 0, 200, 60, 10, 180, 90].enumerated() {
                 let serial = "KORDER\(run)"
-                let device = try Simulator.plug("1209:00c6:\(serial)")
+                let device = try SimulatorControl.plug("1209:00c6:\(serial)").id
                 let open = try OpenProcess(["1209:00c6:\(serial)"] + Self.loopback, in: dir)
                 defer { if open.process.isRunning { kill(open.process.processIdentifier, SIGKILL) } }
-                #expect(try Simulator.waitForLog(device) { $0["claimed"] == "0" })
+                #expect(try SimulatorControl.waitForLog(device) { $0["claimed"] == "0" })
                 // Bytes in flight both ways when the device goes.
                 open.send(Data(repeating: 0x5a, count: 256 * 1024))
-                try Simulator.ctl("unplug", device, "--urbs-first", "--uevent-delay", String(delay))
+                try SimulatorControl.ctl("unplug", device, "--urbs-first", "--uevent-delay", String(delay))
                 let (status, _) = open.waitForExit(timeout: 5)
                 #expect(status == 1)
                 let error = open.stderr.split(separator: "\n").last.map(String.init) ?? ""
@@ -255,15 +239,21 @@ extension LiveCLITests {
         func missingNodeIsNotADisconnect() throws {
             let dir = try CLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
-            let device = try Simulator.plug("1209:00c7:NONODE")
-            defer { _ = try? Simulator.ctl("unplug", device) }
+            let device = try SimulatorControl.plug("1209:00c7:NONODE").id
+            defer { _ = try? SimulatorControl.ctl("unplug", device) }
             let watch = try Background(CLI.accessoryctl, ["watch", "--json"], in: dir)
             #expect(watch.waitForOutput { $0.contains("\"serial\":\"NONODE\"") })
-            try Simulator.ctl("fault", device, "no-node")
+            try SimulatorControl.ctl("fault", device, "no-node")
             let open = try OpenProcess(["1209:00c7:NONODE"] + Self.loopback, in: dir)
             let (status, _) = open.waitForExit(timeout: 10)
             #expect(status == 1, "\(open.stderr)")
-            usleep(600_000)  // longer than the manager's wait for a LEFT event
+            // A barrier on watch's output: a sentinel's plug and unplug. Its hotplug events
+            // start reconciles that read sysfs, NONODE included, and watch prints in order:
+            // once the sentinel's disconnect is out, so is any eviction of NONODE.
+            let sentinel = try SimulatorControl.plug("1209:00c8:SENTINEL").id
+            #expect(watch.waitForOutput { $0.contains("\"serial\":\"SENTINEL\"") })
+            try SimulatorControl.unplug(sentinel)
+            #expect(watch.waitForOutput { $0.contains("\"serial\":\"SENTINEL\",\"reason\"") })
             #expect(watch.stop(with: SIGTERM) == 0)
             let lines = watch.stdout.split(separator: "\n").filter { $0.contains("NONODE") }
             #expect(lines.count == 2, "\(lines)")

@@ -1,36 +1,5 @@
+import AccessoryTestSupport
 import Foundation
-
-/// The `accessory-sim` these CLI tests run under (scripts/test starts it), driven through
-/// `accessory-sim ctl`.
-enum Simulator {
-    static var isActive: Bool { ProcessInfo.processInfo.environment["ACCESSORY_SIM_SOCKET"] != nil }
-
-    static var binary: String {
-        ProcessInfo.processInfo.environment["ACCESSORY_SIM"]
-            ?? CLI.packageRoot.appendingPathComponent(".build/debug/accessory-sim").path
-    }
-
-    struct Failure: Error, CustomStringConvertible { var description: String }
-
-    /// Runs one `ctl` command; returns the words of its `ok …` reply.
-    @discardableResult
-    static func ctl(_ arguments: String...) throws -> [String] {
-        try ctl(arguments)
-    }
-
-    /// Plugs an accessory and returns its `BUS:ADDRESS`.
-    static func plug(_ spec: String, port: String? = nil) throws -> String {
-        let words = try ctl(["plug", spec] + (port.map { ["--port", $0] } ?? []))
-        return "\(words[1]):\(words[2])"
-    }
-
-    @discardableResult
-    static func ctl(_ arguments: [String]) throws -> [String] {
-        let r = try CLI.run(binary, ["ctl"] + arguments)
-        guard r.status == 0 else { throw Failure(description: "ctl \(arguments.joined(separator: " ")): \(r.stdout)\(r.stderr)") }
-        return r.stdout.split(whereSeparator: \.isWhitespace).map(String.init)
-    }
-}
 
 /// A running `accessoryctl` (or shell) process whose output is collected in files.
 final class Background {
@@ -57,12 +26,7 @@ final class Background {
 
     /// Waits until `condition` holds on stdout, up to `timeout` seconds.
     func waitForOutput(timeout: Double = 10, _ condition: (String) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition(stdout) { return true }
-            usleep(20_000)
-        }
-        return condition(stdout)
+        pollUntil(timeout: .seconds(timeout)) { condition(stdout) }
     }
 
     /// Sends `signal` and waits for the exit; returns the status (128+N for a signal death).
@@ -72,8 +36,7 @@ final class Background {
     }
 
     func waitForExit(timeout: Double = 15) -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        pollUntil(timeout: .seconds(timeout)) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
