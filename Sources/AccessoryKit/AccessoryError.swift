@@ -18,6 +18,7 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
 
         /// The accessory went away; the reason says how it was found out.
         public static func accessoryDisconnected(_ reason: DisconnectReason) -> Code { Code(kind: .accessoryDisconnected(reason)) }
+        /// The operation did not complete in time; the session stays usable.
         public static let timeout = Code(kind: .timeout)
         /// The endpoint halted (USB STALL). Clear it with `clearStall`.
         public static let stall = Code(kind: .stall)
@@ -27,9 +28,13 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
         public static let accessDenied = Code(kind: .accessDenied)
         /// Another session or process holds the interface.
         public static let busy = Code(kind: .busy)
+        /// No connected accessory matches, or the connection is no longer registered.
         public static let notFound = Code(kind: .notFound)
+        /// The accessory does not speak the protocol asked for.
         public static let protocolNotSupported = Code(kind: .protocolNotSupported)
+        /// The session was closed.
         public static let sessionClosed = Code(kind: .sessionClosed)
+        /// The task was cancelled; the session stays usable.
         public static let cancelled = Code(kind: .cancelled)
         /// Any other I/O failure.
         public static let io = Code(kind: .io)
@@ -52,6 +57,7 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
         }
     }
 
+    /// What kind of failure this is.
     public var code: Code
     /// A human message, saying what failed and what to do.
     public var message: String
@@ -64,6 +70,7 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
     /// discarded, and nothing after them was sent: resend from there.
     public var bytesTransferred: Int?
 
+    /// An error of kind `code`, with a message and what is known about the failure.
     public init(_ code: Code, _ message: String, operation: String? = nil, rawValue: Int32? = nil, bytesTransferred: Int? = nil) {
         self.code = code
         self.message = message

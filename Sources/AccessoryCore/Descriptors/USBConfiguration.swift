@@ -1,19 +1,19 @@
 /// One configuration descriptor with its interfaces (USB 2.0 §9.6.3).
-public struct USBConfiguration: Hashable, Sendable {
+package struct USBConfiguration: Hashable, Sendable {
     /// `bConfigurationValue`: the value `SET_CONFIGURATION` takes.
-    public var value: UInt8
+    package var value: UInt8
     /// `iConfiguration`: the index of the configuration's string descriptor (0: none).
-    public var nameIndex: UInt8
+    package var nameIndex: UInt8
     /// `bmAttributes`: bit 6 self-powered, bit 5 remote wake-up.
-    public var attributes: UInt8
+    package var attributes: UInt8
     /// `bMaxPower`, in units of 2 mA (8 mA at SuperSpeed).
-    public var maxPower: UInt8
+    package var maxPower: UInt8
     /// `bNumInterfaces` as declared.
-    public var declaredInterfaceCount: UInt8
+    package var declaredInterfaceCount: UInt8
     /// Every interface descriptor found, one per alternate setting, in descriptor order.
-    public var interfaces: [USBInterface]
+    package var interfaces: [USBInterface]
 
-    public init(
+    package init(
         value: UInt8, nameIndex: UInt8 = 0, attributes: UInt8 = 0x80, maxPower: UInt8 = 0,
         declaredInterfaceCount: UInt8 = 0, interfaces: [USBInterface] = []
     ) {
@@ -26,7 +26,7 @@ public struct USBConfiguration: Hashable, Sendable {
     }
 
     /// The interface with this number and alternate setting, if any.
-    public func interface(_ number: UInt8, alternate: UInt8 = 0) -> USBInterface? {
+    package func interface(_ number: UInt8, alternate: UInt8 = 0) -> USBInterface? {
         interfaces.first { $0.number == number && $0.alternate == alternate }
     }
 }

@@ -1,5 +1,5 @@
 /// Why a descriptor could not be parsed at all.
-public enum USBDescriptorError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum USBDescriptorError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Fewer bytes than the descriptor's fixed part needs.
     case truncated(descriptorType: UInt8, needed: Int, available: Int)
     /// `bLength` is smaller than the descriptor type allows.
@@ -9,7 +9,7 @@ public enum USBDescriptorError: Error, Hashable, Sendable, CustomStringConvertib
     /// A configuration's `wTotalLength` is smaller than its own header.
     case invalidTotalLength(UInt16)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .truncated(let t, let needed, let available):
             return "descriptor type \(t) needs \(needed) bytes, only \(available) present"

@@ -1,6 +1,6 @@
 /// A problem the parser found and worked around. Offsets count from the start of the
 /// bytes given to the parser.
-public enum USBDescriptorIssue: Hashable, Sendable, CustomStringConvertible {
+package enum USBDescriptorIssue: Hashable, Sendable, CustomStringConvertible {
     /// A descriptor's `bLength` is below 2, so nothing after it can be found; parsing stopped.
     case invalidLength(offset: Int, length: UInt8)
     /// A descriptor runs past the end of the data; parsing stopped.
@@ -28,7 +28,7 @@ public enum USBDescriptorIssue: Hashable, Sendable, CustomStringConvertible {
     /// A configuration that could not be parsed; the ones after it were not looked for.
     case unreadableConfiguration(offset: Int, USBDescriptorError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidLength(let o, let l): return "bLength \(l) at offset \(o); parsing stopped"
         case .truncated(let o, let l, let a): return "descriptor at offset \(o) needs \(l) bytes, \(a) left; parsing stopped"

@@ -4,21 +4,21 @@
 /// least two bytes, every read is bounds-checked, and the number of interfaces and endpoints
 /// kept is capped. What cannot be parsed at all throws ``USBDescriptorError``; what can be
 /// worked around is parsed as far as it goes and reported as a ``USBDescriptorIssue``.
-public enum USBDescriptorParser {
+package enum USBDescriptorParser {
     /// `bDescriptorType` values this parser knows.
-    public enum DescriptorType {
-        public static let device: UInt8 = 0x01
-        public static let configuration: UInt8 = 0x02
-        public static let string: UInt8 = 0x03
-        public static let interface: UInt8 = 0x04
-        public static let endpoint: UInt8 = 0x05
+    package enum DescriptorType {
+        package static let device: UInt8 = 0x01
+        package static let configuration: UInt8 = 0x02
+        package static let string: UInt8 = 0x03
+        package static let interface: UInt8 = 0x04
+        package static let endpoint: UInt8 = 0x05
     }
 
     /// At most this many interface descriptors (alternate settings included) are kept per
     /// configuration.
-    public static let maxInterfaceDescriptors = 256
+    package static let maxInterfaceDescriptors = 256
     /// At most this many endpoints are kept per interface descriptor (USB allows 30).
-    public static let maxEndpointsPerInterface = 30
+    package static let maxEndpointsPerInterface = 30
 
     static let configurationHeaderSize = 9
     static let interfaceSize = 9
@@ -28,7 +28,7 @@ public enum USBDescriptorParser {
     ///
     /// - Throws: ``USBDescriptorError`` when there are fewer than 18 bytes, `bLength` is below
     ///   18, or the type is not a device descriptor.
-    public static func parseDevice(_ bytes: [UInt8]) throws(USBDescriptorError) -> USBDeviceDescriptor {
+    package static func parseDevice(_ bytes: [UInt8]) throws(USBDescriptorError) -> USBDeviceDescriptor {
         let size = USBDeviceDescriptor.size
         guard bytes.count >= 2 else {
             throw .truncated(descriptorType: DescriptorType.device, needed: size, available: bytes.count)
@@ -52,7 +52,7 @@ public enum USBDescriptorParser {
     ///
     /// - Throws: ``USBDescriptorError`` when the 9-byte header itself is unusable.
     /// - Returns: the configuration, and the problems worked around.
-    public static func parseConfiguration(
+    package static func parseConfiguration(
         _ bytes: [UInt8]
     ) throws(USBDescriptorError) -> (configuration: USBConfiguration, issues: [USBDescriptorIssue]) {
         var issues: [USBDescriptorIssue] = []
@@ -65,7 +65,7 @@ public enum USBDescriptorParser {
     ///
     /// - Throws: ``USBDescriptorError`` only when the device descriptor is unusable. A broken
     ///   configuration ends the list and is reported in ``USBDescriptors/issues``.
-    public static func parse(sysfsDescriptors bytes: [UInt8]) throws(USBDescriptorError) -> USBDescriptors {
+    package static func parse(sysfsDescriptors bytes: [UInt8]) throws(USBDescriptorError) -> USBDescriptors {
         let device = try parseDevice(bytes)
         var issues: [USBDescriptorIssue] = []
         var configurations: [USBConfiguration] = []

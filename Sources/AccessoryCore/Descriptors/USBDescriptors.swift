@@ -1,19 +1,19 @@
 /// What the sysfs `descriptors` attribute holds: the device descriptor and every
 /// configuration, with anything wrong that the parser worked around.
-public struct USBDescriptors: Hashable, Sendable {
-    public var device: USBDeviceDescriptor
-    public var configurations: [USBConfiguration]
+package struct USBDescriptors: Hashable, Sendable {
+    package var device: USBDeviceDescriptor
+    package var configurations: [USBConfiguration]
     /// Problems found and worked around. Empty for a well-formed blob.
-    public var issues: [USBDescriptorIssue]
+    package var issues: [USBDescriptorIssue]
 
-    public init(device: USBDeviceDescriptor, configurations: [USBConfiguration], issues: [USBDescriptorIssue] = []) {
+    package init(device: USBDeviceDescriptor, configurations: [USBConfiguration], issues: [USBDescriptorIssue] = []) {
         self.device = device
         self.configurations = configurations
         self.issues = issues
     }
 
     /// The configuration with this `bConfigurationValue`, or else the first one.
-    public func configuration(value: UInt8?) -> USBConfiguration? {
+    package func configuration(value: UInt8?) -> USBConfiguration? {
         value.flatMap { v in configurations.first { $0.value == v } } ?? configurations.first
     }
 }

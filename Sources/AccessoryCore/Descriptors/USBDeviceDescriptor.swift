@@ -1,26 +1,26 @@
 /// A USB device descriptor (USB 2.0 §9.6.1), as the device reported it.
-public struct USBDeviceDescriptor: Hashable, Sendable {
+package struct USBDeviceDescriptor: Hashable, Sendable {
     /// The descriptor's size in bytes: 18.
-    public static let size = 18
+    package static let size = 18
 
     /// USB specification release, as BCD (`0x0200` is USB 2.0).
-    public var bcdUSB: UInt16
-    public var deviceClass: UInt8
-    public var deviceSubclass: UInt8
-    public var deviceProtocol: UInt8
+    package var bcdUSB: UInt16
+    package var deviceClass: UInt8
+    package var deviceSubclass: UInt8
+    package var deviceProtocol: UInt8
     /// Maximum packet size of endpoint 0.
-    public var maxPacketSize0: UInt8
-    public var vendor: UInt16
-    public var product: UInt16
+    package var maxPacketSize0: UInt8
+    package var vendor: UInt16
+    package var product: UInt16
     /// Device release number, as BCD.
-    public var bcdDevice: UInt16
+    package var bcdDevice: UInt16
     /// String descriptor indices (0: none).
-    public var manufacturerIndex: UInt8
-    public var productIndex: UInt8
-    public var serialNumberIndex: UInt8
-    public var configurationCount: UInt8
+    package var manufacturerIndex: UInt8
+    package var productIndex: UInt8
+    package var serialNumberIndex: UInt8
+    package var configurationCount: UInt8
 
-    public init(
+    package init(
         bcdUSB: UInt16, deviceClass: UInt8, deviceSubclass: UInt8, deviceProtocol: UInt8,
         maxPacketSize0: UInt8, vendor: UInt16, product: UInt16, bcdDevice: UInt16,
         manufacturerIndex: UInt8, productIndex: UInt8, serialNumberIndex: UInt8,
@@ -41,5 +41,5 @@ public struct USBDeviceDescriptor: Hashable, Sendable {
     }
 
     /// Whether this is a hub (class 0x09).
-    public var isHub: Bool { deviceClass == 0x09 }
+    package var isHub: Bool { deviceClass == 0x09 }
 }

@@ -2,19 +2,19 @@
 ///
 /// Malformed text never fails: a dangling odd byte and unpaired surrogates each become
 /// U+FFFD, the replacement character.
-public enum USBStringDescriptor {
+package enum USBStringDescriptor {
     /// Decodes a whole string descriptor, header included.
     ///
     /// `bLength` is honoured when it is shorter than the data; when it claims more than is
     /// present, only what is present is decoded.
     /// - Returns: the text, or `nil` when the bytes are not a string descriptor.
-    public static func decode(_ descriptor: [UInt8]) -> String? {
+    package static func decode(_ descriptor: [UInt8]) -> String? {
         guard let payload = payload(descriptor) else { return nil }
         return decodeUTF16LE(payload)
     }
 
     /// Decodes UTF-16LE bytes. An odd trailing byte becomes one U+FFFD.
-    public static func decodeUTF16LE(_ bytes: ArraySlice<UInt8>) -> String {
+    package static func decodeUTF16LE(_ bytes: ArraySlice<UInt8>) -> String {
         var units: [UInt16] = []
         units.reserveCapacity(bytes.count / 2)
         var i = bytes.startIndex
@@ -29,12 +29,12 @@ public enum USBStringDescriptor {
     }
 
     /// Decodes UTF-16LE bytes. An odd trailing byte becomes one U+FFFD.
-    public static func decodeUTF16LE(_ bytes: [UInt8]) -> String {
+    package static func decodeUTF16LE(_ bytes: [UInt8]) -> String {
         decodeUTF16LE(bytes[...])
     }
 
     /// The language IDs in string descriptor 0.
-    public static func languageIDs(_ descriptor: [UInt8]) -> [UInt16] {
+    package static func languageIDs(_ descriptor: [UInt8]) -> [UInt16] {
         guard let payload = payload(descriptor) else { return [] }
         var ids: [UInt16] = []
         var i = payload.startIndex

@@ -1,6 +1,8 @@
 /// A connected accessory: one attach, with its connection ID.
 public struct Accessory: Hashable, Sendable, Identifiable {
+    /// This attach's ID: minted once, never reused.
     public var connectionID: ConnectionID
+    /// What is known about the device: bus, address, port, IDs and strings.
     public var descriptor: AccessoryDescriptor
     /// Set when another accessory connected at the time it arrived had the same VID, PID and
     /// serial (cloned serials): its physical identity then includes its port.
@@ -12,6 +14,7 @@ public struct Accessory: Hashable, Sendable, Identifiable {
     /// fresh connection after a ghost eviction names the ghost. Never a hidden ID.
     public var previousConnectionID: ConnectionID?
 
+    /// An accessory with the given fields (a registry makes them; tests and tools may too).
     public init(
         connectionID: ConnectionID, descriptor: AccessoryDescriptor, hasClonedSerial: Bool = false,
         previousConnectionID: ConnectionID? = nil
@@ -22,6 +25,7 @@ public struct Accessory: Hashable, Sendable, Identifiable {
         self.previousConnectionID = previousConnectionID
     }
 
+    /// The connection ID, for `Identifiable`.
     public var id: ConnectionID { connectionID }
 
     /// What stays the same when the same accessory comes back: VID, PID and serial (with
@@ -33,7 +37,10 @@ public struct Accessory: Hashable, Sendable, Identifiable {
         }
         return identity
     }
+
+    /// The protocol strings it speaks (empty when unknown).
     public var protocolStrings: [String] { descriptor.protocols ?? [] }
+
 }
 
 extension Accessory: CustomStringConvertible {

@@ -3,20 +3,28 @@
 /// Fields a source does not know are `nil`: an imported `udevadm monitor` log may give only
 /// the bus and the port. Nothing here is ever invented.
 public struct AccessoryDescriptor: Hashable, Sendable {
+    /// USB bus number.
     public var bus: Int
     /// Device address (1–127), if known.
     public var address: Int?
     /// Kernel port chain, such as `1-1.4`.
     public var port: String
+    /// Vendor ID (VID), if known.
     public var vendor: UInt16?
+    /// Product ID (PID), if known.
     public var product: UInt16?
+    /// Device release number (`bcdDevice`), if known.
     public var bcdDevice: UInt16?
+    /// Serial number string, if the device has one and it is known.
     public var serial: String?
+    /// Manufacturer string, if known.
     public var manufacturer: String?
+    /// Product name string, if known.
     public var name: String?
     /// Protocol strings the accessory speaks, if known.
     public var protocols: [String]?
 
+    /// A descriptor with the given fields; unknown ones are `nil`.
     public init(
         bus: Int, address: Int?, port: String, vendor: UInt16? = nil, product: UInt16? = nil,
         bcdDevice: UInt16? = nil, serial: String? = nil, manufacturer: String? = nil,
@@ -35,18 +43,19 @@ public struct AccessoryDescriptor: Hashable, Sendable {
     }
 
     /// The lookup key, when the address is known.
-    public var key: DeviceKey? { address.map { DeviceKey(bus: bus, address: $0) } }
+    package var key: DeviceKey? { address.map { DeviceKey(bus: bus, address: $0) } }
 
-    public var portKey: PortKey { PortKey(bus: bus, port: port) }
+    /// Where the device is plugged in.
+    package var portKey: PortKey { PortKey(bus: bus, port: port) }
 
     /// The descriptor fingerprint that tells two instances on one address apart.
-    public var fingerprint: Fingerprint {
+    package var fingerprint: Fingerprint {
         Fingerprint(vendor: vendor, product: product, bcdDevice: bcdDevice, serial: serial)
     }
 
     /// Whether `other` can be the same instance: same bus and port, and every field that both
     /// sides know (address, VID, PID, bcdDevice, serial) is equal.
-    public func isSameInstance(as other: AccessoryDescriptor) -> Bool {
+    package func isSameInstance(as other: AccessoryDescriptor) -> Bool {
         bus == other.bus && port == other.port
             && agree(address, other.address)
             && fingerprint.agrees(with: other.fingerprint)
@@ -61,12 +70,12 @@ public struct AccessoryDescriptor: Hashable, Sendable {
     }
 
     /// `VID:PID` in lowercase hex, or `?` for what is unknown.
-    public var vendorProduct: String {
+    package var vendorProduct: String {
         "\(vendor.map(Hex.four) ?? "????"):\(product.map(Hex.four) ?? "????")"
     }
 
     /// Copies into `self` the fields that `self` lacks and `other` knows.
-    public mutating func fillGaps(from other: AccessoryDescriptor) {
+    package mutating func fillGaps(from other: AccessoryDescriptor) {
         address = address ?? other.address
         vendor = vendor ?? other.vendor
         product = product ?? other.product
@@ -79,14 +88,14 @@ public struct AccessoryDescriptor: Hashable, Sendable {
 }
 
 /// VID, PID, bcdDevice and serial: what distinguishes two devices that got the same address.
-public struct Fingerprint: Hashable, Sendable {
-    public var vendor: UInt16?
-    public var product: UInt16?
-    public var bcdDevice: UInt16?
-    public var serial: String?
+package struct Fingerprint: Hashable, Sendable {
+    package var vendor: UInt16?
+    package var product: UInt16?
+    package var bcdDevice: UInt16?
+    package var serial: String?
 
     /// Equal in every field that both sides know.
-    public func agrees(with other: Fingerprint) -> Bool {
+    package func agrees(with other: Fingerprint) -> Bool {
         agree(vendor, other.vendor) && agree(product, other.product)
             && agree(bcdDevice, other.bcdDevice) && agree(serial, other.serial)
     }

@@ -1,8 +1,11 @@
 /// A notification for applications: an accessory connected, or disconnected with a reason.
 public enum AccessoryEvent: Hashable, Sendable {
+    /// The accessory connected: a fresh connection ID.
     case connected(Accessory)
+    /// The accessory's connection ended, for the reason given.
     case disconnected(Accessory, DisconnectReason)
 
+    /// The accessory the event is about.
     public var accessory: Accessory {
         switch self {
         case .connected(let a), .disconnected(let a, _): return a

@@ -1,5 +1,5 @@
 /// Which accessory a user means: by IDs (and serial), by serial alone, by port, or by bus and
-/// address. `accessoryctl open TARGET` and ``matches(_:)`` in the library share this matching.
+/// address. `accessoryctl open TARGET` and the manager's `accessory(matching:)` share this matching.
 public enum AccessoryTarget: Hashable, Sendable, CustomStringConvertible {
     /// `VID:PID` or `VID:PID:SERIAL`.
     case ids(vendor: UInt16, product: UInt16, serial: String?)
@@ -35,7 +35,7 @@ public enum AccessoryTarget: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `accessory` is the one meant.
-    public func matches(_ accessory: Accessory) -> Bool {
+    package func matches(_ accessory: Accessory) -> Bool {
         let d = accessory.descriptor
         switch self {
         case .ids(let vendor, let product, let serial):

@@ -1,24 +1,24 @@
 /// Bus number and device address: a lookup key for a device instance, never an identity.
 ///
 /// Addresses wrap after 127 and are reused, so two different attaches can share a key.
-public struct DeviceKey: Hashable, Sendable, CustomStringConvertible {
-    public var bus: Int
-    public var address: Int
+package struct DeviceKey: Hashable, Sendable, CustomStringConvertible {
+    package var bus: Int
+    package var address: Int
 
-    public init(bus: Int, address: Int) {
+    package init(bus: Int, address: Int) {
         self.bus = bus
         self.address = address
     }
 
-    public var description: String { "\(bus):\(address)" }
+    package var description: String { "\(bus):\(address)" }
 
     /// One integer to hash: a registry looks keys up on every event.
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(bus << 32 | address & 0xFFFF_FFFF)
     }
 
     /// The instance's usbfs node, `/dev/bus/usb/BBB/DDD`.
-    public var devicePath: String {
+    package var devicePath: String {
         func threeDigits(_ n: Int) -> String {
             let s = String(n)
             return s.count >= 3 ? s : String(repeating: "0", count: 3 - s.count) + s
@@ -28,19 +28,19 @@ public struct DeviceKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Bus number and kernel port chain (such as `1-1.4`): where a device is plugged in.
-public struct PortKey: Hashable, Sendable, CustomStringConvertible {
-    public var bus: Int
-    public var port: String
+package struct PortKey: Hashable, Sendable, CustomStringConvertible {
+    package var bus: Int
+    package var port: String
 
-    public init(bus: Int, port: String) {
+    package init(bus: Int, port: String) {
         self.bus = bus
         self.port = port
     }
 
-    public var description: String { port }
+    package var description: String { port }
 
     /// `Dictionary`'s hash: a registry finds a port on every arrival (see ``TableHash``).
-    public func _rawHashValue(seed: Int) -> Int {
+    package func _rawHashValue(seed: Int) -> Int {
         TableHash.word(UInt64(UInt(bitPattern: bus)), port, seed: seed)
     }
 }

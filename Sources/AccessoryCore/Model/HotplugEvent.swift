@@ -16,10 +16,14 @@ public enum HotplugEvent: Hashable, Sendable {
 
 /// What a detach event names: the bus, and the address or the port or both.
 public struct DeviceRemoval: Hashable, Sendable {
+    /// USB bus number.
     public var bus: Int
+    /// Device address, if the monitor gave it.
     public var address: Int?
+    /// Kernel port chain, if the monitor gave it.
     public var port: String?
 
+    /// A removal; it must name an address or a port (or both).
     public init(bus: Int, address: Int?, port: String?) {
         precondition(address != nil || port != nil, "a removal names an address or a port")
         self.bus = bus
@@ -28,7 +32,7 @@ public struct DeviceRemoval: Hashable, Sendable {
     }
 
     /// Whether this removal names the instance `d`.
-    public func names(_ d: AccessoryDescriptor) -> Bool {
+    package func names(_ d: AccessoryDescriptor) -> Bool {
         bus == d.bus && agree(address, d.address) && agree(port, d.port)
     }
 }

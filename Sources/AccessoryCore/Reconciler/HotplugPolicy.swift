@@ -14,32 +14,32 @@
 ///   is evicted only once the truth lacks it, by the same rule, with the operation as the
 ///   ghost's evidence. While sysfs lists the same instance it is never evicted; a suspicion
 ///   that outlives ``leftEventWindow`` so is a false alarm (a missing device node, say).
-public struct HotplugPolicy: Sendable {
+package struct HotplugPolicy: Sendable {
     /// What the manager shows: hubs only when asked, and only accessories that speak one of
     /// `supportedProtocols` when it is set.
-    public var includeHubs: Bool
-    public var supportedProtocols: Set<String>?
+    package var includeHubs: Bool
+    package var supportedProtocols: Set<String>?
     /// How long after sysfs dropped a device its LEFT event may come and still make the
     /// disconnect `unplugged` (udevd relays the kernel's remove event late).
-    public var leftEventWindow: Duration = .milliseconds(250)
+    package var leftEventWindow: Duration = .milliseconds(250)
     /// How long a LEFT event hides its instance from the truth: the kernel sends the remove
     /// event before it deletes the sysfs directory. A mark never outlives this, so a false
     /// or late LEFT cannot hide a live device for good.
-    public var deadMarkLifetime: Duration = .milliseconds(500)
+    package var deadMarkLifetime: Duration = .milliseconds(500)
 
     /// Instances known gone that the truth may list a moment longer, and when each was marked.
-    public private(set) var deadInstances: [DeviceKey: (descriptor: AccessoryDescriptor, at: Duration)] = [:]
+    package private(set) var deadInstances: [DeviceKey: (descriptor: AccessoryDescriptor, at: Duration)] = [:]
     /// When a look first found each entry missing from the truth.
     private var absentSince: [ConnectionID: Duration] = [:]
     /// Entries a transfer found gone (NO_DEVICE), with the operation and when.
-    public private(set) var suspects: [ConnectionID: (operation: String, since: Duration)] = [:]
+    package private(set) var suspects: [ConnectionID: (operation: String, since: Duration)] = [:]
     /// Addresses of arrivals skipped as stale, whose LEFT events are still to come.
     private var skippedArrivals: Set<DeviceKey> = []
     /// At most this many skipped arrivals are remembered: a backlog that long is
     /// overflow-like, and one forgotten only costs the full scan its LEFT then asks for.
     static let skippedArrivalLimit = 1024
 
-    public init(includeHubs: Bool = false, supportedProtocols: Set<String>? = nil) {
+    package init(includeHubs: Bool = false, supportedProtocols: Set<String>? = nil) {
         self.includeHubs = includeHubs
         self.supportedProtocols = supportedProtocols
     }
@@ -48,7 +48,7 @@ public struct HotplugPolicy: Sendable {
 
     /// Whether a device is shown: not a hub (unless hubs are included), and speaking a
     /// supported protocol when only some are supported.
-    public func isVisible(_ descriptor: AccessoryDescriptor, isHub: Bool) -> Bool {
+    package func isVisible(_ descriptor: AccessoryDescriptor, isHub: Bool) -> Bool {
         if isHub && !includeHubs { return false }
         guard let supportedProtocols else { return true }
         return descriptor.protocols?.contains(where: supportedProtocols.contains) ?? false
@@ -57,7 +57,7 @@ public struct HotplugPolicy: Sendable {
     // MARK: Instances known gone
 
     /// A LEFT event says this instance is gone.
-    public mutating func markGone(_ descriptor: AccessoryDescriptor, at now: Duration) {
+    package mutating func markGone(_ descriptor: AccessoryDescriptor, at now: Duration) {
         if let key = descriptor.key { deadInstances[key] = (descriptor, now) }
     }
 
@@ -65,7 +65,7 @@ public struct HotplugPolicy: Sendable {
     /// earlier instance's late LEFT event, must not hide the newcomer (after an address wrap,
     /// the two can look the same in sysfs), and an older skipped arrival's LEFT is no longer
     /// awaited there.
-    public mutating func arrived(_ descriptor: AccessoryDescriptor) {
+    package mutating func arrived(_ descriptor: AccessoryDescriptor) {
         guard let key = descriptor.key else { return }
         deadInstances[key] = nil
         if !skippedArrivals.isEmpty { skippedArrivals.remove(key) }
@@ -73,14 +73,14 @@ public struct HotplugPolicy: Sendable {
 
     /// Forgets every mark and every wait: the truth at hand is authoritative (a trace's
     /// snapshot).
-    public mutating func forgetGone() {
+    package mutating func forgetGone() {
         deadInstances.removeAll()
         absentSince.removeAll()
     }
 
     /// `devices` without the instances known gone. A mark the truth no longer lists, or older
     /// than ``deadMarkLifetime``, is forgotten.
-    public mutating func withoutGone<Device>(
+    package mutating func withoutGone<Device>(
         _ devices: [Device], at now: Duration, descriptor: (Device) -> AccessoryDescriptor
     ) -> [Device] {
         guard !deadInstances.isEmpty else { return devices }
@@ -101,12 +101,12 @@ public struct HotplugPolicy: Sendable {
 
     /// A transfer on this entry returned NO_DEVICE (or an IN transfer's error, as on a real
     /// unplug). The first report counts; the entry is judged at the next looks.
-    public mutating func suspect(_ id: ConnectionID, operation: String, at now: Duration) {
+    package mutating func suspect(_ id: ConnectionID, operation: String, at now: Duration) {
         if suspects[id] == nil { suspects[id] = (operation, now) }
     }
 
     /// Forgets what is kept about an entry that has left the registry.
-    public mutating func forget(_ id: ConnectionID) {
+    package mutating func forget(_ id: ConnectionID) {
         absentSince[id] = nil
         suspects[id] = nil
     }
@@ -114,17 +114,17 @@ public struct HotplugPolicy: Sendable {
     // MARK: Judging a look
 
     /// What a look at the truth may do now.
-    public struct Judgement: Sendable {
+    package struct Judgement: Sendable {
         /// Entries the truth lacks that still wait for their LEFT event: keep them this time.
-        public var waiting: Set<ConnectionID> = []
+        package var waiting: Set<ConnectionID> = []
         /// Entries to evict as ghosts now, with the operation whose NO_DEVICE found them gone
         /// (`nil`: only the truth's absence says so).
-        public var evict: [ConnectionID: String?] = [:]
+        package var evict: [ConnectionID: String?] = [:]
         /// Suspects the truth still lists after the whole wait: the NO_DEVICE was false. Each
         /// with its operation; the entry stays.
-        public var falseAlarms: [ConnectionID: String] = [:]
+        package var falseAlarms: [ConnectionID: String] = [:]
         /// When to look again, if anything waits.
-        public var lookAgainAt: Duration?
+        package var lookAgainAt: Duration?
     }
 
     /// Judges the entries of `registry` against `truth` at `now`.
@@ -134,7 +134,7 @@ public struct HotplugPolicy: Sendable {
     ///     not an authoritative one such as a wake's, where events were lost).
     ///   - scope: the entries the truth speaks for (a look at some ports only); `nil`: all.
     ///     Entries outside it are neither judged nor stop waiting.
-    public mutating func judge(
+    package mutating func judge(
         _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], at now: Duration, patient: Bool,
         scope: Set<ConnectionID>? = nil
     ) -> Judgement {
@@ -169,7 +169,7 @@ public struct HotplugPolicy: Sendable {
     }
 
     /// The registry entries (of `scope`, when given) whose instance the truth lacks.
-    public static func absentEntries(
+    package static func absentEntries(
         _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], among scope: Set<ConnectionID>? = nil
     ) -> Set<ConnectionID> {
         var live: [DeviceKey: AccessoryDescriptor] = [:]
@@ -187,7 +187,7 @@ public struct HotplugPolicy: Sendable {
     /// for a later look, so that the old connection's disconnect still comes before its
     /// successor's connect. (Its ARRIVED event, which libusb delivers after the old one's
     /// LEFT, admits it earlier, and a new instance's arrival evicts the old as a ghost.)
-    public static func truth(
+    package static func truth(
         _ truth: [AccessoryDescriptor], keeping waiting: Set<ConnectionID>, of registry: ConnectionRegistry
     ) -> [AccessoryDescriptor] {
         guard !waiting.isEmpty else { return truth }
@@ -200,7 +200,7 @@ public struct HotplugPolicy: Sendable {
     // MARK: Arrivals
 
     /// How an arrival compares with what the truth holds on its port now.
-    public enum Arrival: Sendable, Hashable {
+    package enum Arrival: Sendable, Hashable {
         /// The truth holds this very instance: take the truth's fuller view.
         case live
         /// The truth holds a newer instance of the same VID:PID on the port (a backlog in a
@@ -211,7 +211,7 @@ public struct HotplugPolicy: Sendable {
     }
 
     /// The manager skipped this arrival as ``Arrival/stale``: the registry never holds it.
-    public mutating func skipped(_ arrival: AccessoryDescriptor) {
+    package mutating func skipped(_ arrival: AccessoryDescriptor) {
         guard let key = arrival.key else { return }
         if skippedArrivals.count >= Self.skippedArrivalLimit { skippedArrivals.removeAll() }
         skippedArrivals.insert(key)
@@ -221,13 +221,13 @@ public struct HotplugPolicy: Sendable {
     /// arrival, and stops awaiting it. Such a LEFT removes nothing, must leave no mark of a
     /// reordering behind (that would drop the next instance given the address), and is no
     /// sign that the registry is out of step.
-    public mutating func isLeftOfSkippedArrival(_ left: AccessoryDescriptor) -> Bool {
+    package mutating func isLeftOfSkippedArrival(_ left: AccessoryDescriptor) -> Bool {
         guard !skippedArrivals.isEmpty, let key = left.key else { return false }
         return skippedArrivals.remove(key) != nil
     }
 
     /// Judges an arrival against the truth's device on its port, if any.
-    public static func judge(arrival: AccessoryDescriptor, livePort live: AccessoryDescriptor?) -> Arrival {
+    package static func judge(arrival: AccessoryDescriptor, livePort live: AccessoryDescriptor?) -> Arrival {
         guard let live else { return .unconfirmed }
         let sameIDs = live.bus == arrival.bus && live.vendor == arrival.vendor && live.product == arrival.product
         if sameIDs && live.address == arrival.address { return .live }

@@ -8,20 +8,28 @@
 public struct Reconciler: Sendable {
     /// What one reconcile did.
     public struct Report: Sendable {
+        /// The notifications: every eviction, then every admission.
         public var events: [AccessoryEvent] = []
-        public var kept = 0
+        /// How many entries were found live and kept.
+        package var kept = 0
+        /// How many entries were evicted as ghosts.
         public var evicted: Int { events.lazy.filter { if case .disconnected = $0 { true } else { false } }.count }
+        /// How many devices were admitted.
         public var admitted: Int { events.count - evicted }
 
-        public init(events: [AccessoryEvent] = [], kept: Int = 0) {
+        package init(events: [AccessoryEvent] = [], kept: Int = 0) {
             self.events = events
             self.kept = kept
         }
     }
 
+    /// A reconciler.
     public init() {}
 
+    /// Makes `registry` equal to `truth`: evicts its ghosts and admits what it lacks.
+    ///
     /// - Parameters:
+
     ///   - isShown: whether an admitted device is shown; a hidden one gets a hidden ID (see
     ///     ``ConnectionRegistry``).
     ///   - scope: the entries `truth` speaks for, when it is a look at some ports only (their

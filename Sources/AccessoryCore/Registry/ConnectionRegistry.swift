@@ -6,29 +6,33 @@
 /// port is held by another instance, evicts the old entry as a ghost first.
 ///
 /// Devices a manager hides (hubs, unsupported protocols) are tracked too, but under IDs of
-/// their own (``ConnectionID/isHidden``), so they never consume the numbers users see: the
+/// their own (from 2^62 up), so they never consume the numbers users see: the
 /// same accessories get the same IDs whatever else is plugged in. One that becomes shown
-/// later gets its first shown ID then (``promote(_:)``).
+/// later gets its first shown ID then.
 ///
 /// Re-enumeration links: an admission names the connection it continues
 /// (``Accessory/previousConnectionID``) when the same port's last connection ended at most
 /// ``linkWindow`` before (by ``now``) and was the same physical accessory (VID, PID and
 /// serial, or a phone that came back in Android Open Accessory mode, 18d1:2d00–2d05, with
 /// its serial), or was switched into a new mode by its owner while it waited for that
-/// (``expectModeSwitch(of:until:)``).
+/// (as a manager does for an Android Open Accessory switch or a reset).
 public struct ConnectionRegistry: Sendable {
     /// Why the registry asks for a reconcile against the OS truth.
-    public enum Suspicion: Hashable, Sendable {
+    package enum Suspicion: Hashable, Sendable {
+        /// A removal named no registered device.
         case unknownDevice(DeviceRemoval)
+        /// The system resumed.
         case wake
+        /// The monitor lost events.
         case overflow
     }
 
     /// The result of applying one event.
     public struct Update: Sendable {
+        /// The notifications, in order.
         public var events: [AccessoryEvent] = []
         /// Set when the registry can no longer be trusted without a reconcile.
-        public var suspicion: Suspicion?
+        package var suspicion: Suspicion?
     }
 
     private var nextID: UInt64 = 1
@@ -88,8 +92,9 @@ public struct ConnectionRegistry: Sendable {
     public var linkWindow: Duration = .seconds(5)
 
     /// Set by a wake, an overflow or an unknown removal; cleared by a reconcile.
-    public private(set) var isSuspect = false
+    package private(set) var isSuspect = false
 
+    /// An empty registry; the first ID it mints is 1.
     public init() {}
 
     /// The registered accessories, in connection-ID order.
@@ -106,20 +111,22 @@ public struct ConnectionRegistry: Sendable {
         return order.map { entries.values[$0.index] }
     }
 
+    /// How many entries it holds (hidden ones included).
     public var count: Int { entries.count }
 
     /// The ID the next admission will get.
-    public var nextConnectionID: ConnectionID { ConnectionID(rawValue: nextID) }
+    package var nextConnectionID: ConnectionID { ConnectionID(rawValue: nextID) }
 
+    /// The entry with this ID, if registered.
     public subscript(id: ConnectionID) -> Accessory? { entries[id] }
 
     /// The entry at a bus and address, if any.
-    public func accessory(at key: DeviceKey) -> Accessory? {
+    package func accessory(at key: DeviceKey) -> Accessory? {
         byKey[key].flatMap { entries[$0] }
     }
 
     /// The entry on a port, if any.
-    public func accessory(on port: PortKey) -> Accessory? {
+    package func accessory(on port: PortKey) -> Accessory? {
         ports[port]?.current.flatMap { entries[$0] }
     }
 
@@ -134,7 +141,7 @@ public struct ConnectionRegistry: Sendable {
 
     /// Applies one monitor event, appending its notifications to `events` (a caller that
     /// applies many events reuses one array), and returns the suspicion it raised, if any.
-    public mutating func apply(
+    package mutating func apply(
         _ event: consuming HotplugEvent, isShown: (AccessoryDescriptor) -> Bool = { _ in true },
         into events: inout [AccessoryEvent]
     ) -> Suspicion? {
@@ -209,7 +216,7 @@ public struct ConnectionRegistry: Sendable {
     }
 
     /// Registers a new instance under a freshly minted ID (a hidden one when not `shown`).
-    public mutating func admit(_ d: AccessoryDescriptor, shown: Bool = true) -> Accessory {
+    package mutating func admit(_ d: AccessoryDescriptor, shown: Bool = true) -> Accessory {
         let port = d.portKey
         return admit(d, shown: shown, port: port, at: ports.index(forKey: port))
     }
@@ -261,7 +268,7 @@ public struct ConnectionRegistry: Sendable {
     /// Gives a hidden entry that is to be shown from now on its first shown ID. Nobody has
     /// seen the hidden ID, so nothing is disconnected.
     /// - Returns: the entry under its new ID; `nil` if `id` is not a hidden entry.
-    public mutating func promote(_ id: ConnectionID) -> Accessory? {
+    package mutating func promote(_ id: ConnectionID) -> Accessory? {
         guard id.isHidden, let old = entries.removeValue(forKey: id) else { return nil }
         let accessory = Accessory(
             connectionID: ConnectionID(rawValue: nextID), descriptor: old.descriptor, hasClonedSerial: old.hasClonedSerial,
@@ -275,7 +282,7 @@ public struct ConnectionRegistry: Sendable {
     }
 
     /// Removes an entry and returns its disconnection, or `nil` if the ID is not registered.
-    public mutating func evict(_ id: ConnectionID, reason: DisconnectReason) -> AccessoryEvent? {
+    package mutating func evict(_ id: ConnectionID, reason: DisconnectReason) -> AccessoryEvent? {
         guard let i = entries.index(forKey: id) else { return nil }
         return evict(at: i, reason: reason)
     }
@@ -303,14 +310,14 @@ public struct ConnectionRegistry: Sendable {
     /// (by ``now``): the next connection on its port within ``linkWindow`` of its end, and
     /// no later than `deadline`, continues it, whatever its IDs. The mark ends at
     /// `deadline` or with ``endModeSwitch(of:)``, whichever comes first.
-    public mutating func expectModeSwitch(of id: ConnectionID, until deadline: Duration) {
+    package mutating func expectModeSwitch(of id: ConnectionID, until deadline: Duration) {
         guard entries[id] != nil else { return }
         switching[id] = deadline
     }
 
     /// Says that the owner of connection `id` no longer waits for its mode switch: from now
     /// on only its physical identity links a successor to it.
-    public mutating func endModeSwitch(of id: ConnectionID) {
+    package mutating func endModeSwitch(of id: ConnectionID) {
         if switching.removeValue(forKey: id) != nil || entries[id] != nil { return }
         // It ended already: forget the mark on the port it ended on (rare; one pass).
         guard let i = ports.firstIndex(where: { $0.value.ended?.id == id }) else { return }
@@ -346,7 +353,7 @@ public struct ConnectionRegistry: Sendable {
     }
 
     /// Disconnects everything with reason `shutdown`, in ID order.
-    public mutating func shutdown() -> [AccessoryEvent] {
+    package mutating func shutdown() -> [AccessoryEvent] {
         accessories.compactMap { evict($0.connectionID, reason: .shutdown) }
     }
 

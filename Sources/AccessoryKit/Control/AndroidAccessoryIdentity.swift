@@ -2,13 +2,20 @@
 /// (52), in index order. The phone offers the app that declares the manufacturer, model and
 /// version, or opens the URI when none is installed.
 public struct AndroidAccessoryIdentity: Sendable, Hashable {
+    /// Manufacturer name (string 0); with `model`, it picks the app on the phone.
     public var manufacturer: String
+    /// Model name (string 1).
     public var model: String
+    /// Description shown to the user (string 2).
     public var description: String
+    /// Version (string 3).
     public var version: String
+    /// URI offered when no app handles the accessory (string 4).
     public var uri: String
+    /// Serial number (string 5).
     public var serial: String
 
+    /// An identity; only `manufacturer` and `model` are required.
     public init(manufacturer: String, model: String, description: String = "", version: String = "1.0", uri: String = "", serial: String = "") {
         self.manufacturer = manufacturer
         self.model = model
@@ -20,7 +27,7 @@ public struct AndroidAccessoryIdentity: Sendable, Hashable {
 
     /// The strings by SEND_STRING index: 0 manufacturer, 1 model, 2 description, 3 version,
     /// 4 URI, 5 serial.
-    public var strings: [String] { [manufacturer, model, description, version, uri, serial] }
+    package var strings: [String] { [manufacturer, model, description, version, uri, serial] }
 
     /// The names of the strings by index, for errors.
     static let names = ["manufacturer", "model", "description", "version", "URI", "serial"]

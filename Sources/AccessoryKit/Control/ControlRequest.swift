@@ -9,22 +9,40 @@
 public struct ControlRequest: Sendable, Hashable, CustomStringConvertible {
     /// Bits 6–5 of `bmRequestType`.
     public enum Kind: UInt8, Sendable, CaseIterable {
-        case standard = 0, `class` = 1, vendor = 2
+        /// A standard request (USB 2.0 chapter 9).
+        case standard = 0
+        /// A request the device class defines.
+        case `class` = 1
+        /// A request the vendor defines.
+        case vendor = 2
     }
 
     /// Bits 4–0 of `bmRequestType`.
     public enum Recipient: UInt8, Sendable, CaseIterable {
-        case device = 0, interface = 1, endpoint = 2, other = 3
+        /// The device.
+        case device = 0
+        /// An interface (number in `index`).
+        case interface = 1
+        /// An endpoint (address in `index`).
+        case endpoint = 2
+        /// Other.
+        case other = 3
+
     }
 
+    /// Standard, class or vendor.
     public var kind: Kind
+    /// Device, interface, endpoint or other.
     public var recipient: Recipient
+    /// `bRequest`.
     public var request: UInt8
+    /// `wValue`.
     public var value: UInt16
     /// For an interface recipient, the interface number in the low byte; for an endpoint
     /// recipient, the endpoint address.
     public var index: UInt16
 
+    /// A request; `value` and `index` default to 0.
     public init(_ kind: Kind, recipient: Recipient = .device, request: UInt8, value: UInt16 = 0, index: UInt16 = 0) {
         self.kind = kind
         self.recipient = recipient
@@ -34,7 +52,7 @@ public struct ControlRequest: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `bmRequestType` for a transfer in this direction.
-    public func requestType(isIn: Bool) -> UInt8 {
+    package func requestType(isIn: Bool) -> UInt8 {
         (isIn ? 0x80 : 0) | kind.rawValue << 5 | recipient.rawValue
     }
 

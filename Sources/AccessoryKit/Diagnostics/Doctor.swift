@@ -7,23 +7,36 @@ import Glibc
 public struct Doctor: Sendable {
     /// One finding.
     public struct Finding: Hashable, Sendable {
+        /// How much a finding matters, from `ok` up to `problem`.
         public enum Severity: Int, Comparable, Sendable {
-            case ok, note, warning, problem
+            /// All is well.
+            case ok
+            /// Worth knowing; nothing to fix.
+            case note
+            /// May cause trouble; does not block.
+            case warning
+            /// Blocks using accessories.
+            case problem
+            /// Orders by how much the finding matters.
             public static func < (a: Severity, b: Severity) -> Bool { a.rawValue < b.rawValue }
         }
+        /// How much it matters.
         public var severity: Severity
+        /// What was checked, such as `libusb` or a device.
         public var subject: String
+        /// What was found, in words.
         public var message: String
         /// What to do about it, for warnings and problems.
         public var fix: String?
     }
 
-    public var sysfsRoot: String
-    public var deviceRoot: String
-    public var rulesDirectories: [String]
+    package var sysfsRoot: String
+    package var deviceRoot: String
+    package var rulesDirectories: [String]
 
+    /// A doctor for this machine; the paths can point elsewhere, for tests.
     public init(
-        sysfsRoot: String = SysfsScanner.defaultRoot, deviceRoot: String = "/dev/bus/usb",
+        sysfsRoot: String = "/sys/bus/usb/devices", deviceRoot: String = "/dev/bus/usb",
         rulesDirectories: [String] = ["/etc/udev/rules.d", "/run/udev/rules.d", "/usr/lib/udev/rules.d", "/lib/udev/rules.d"]
     ) {
         self.sysfsRoot = sysfsRoot

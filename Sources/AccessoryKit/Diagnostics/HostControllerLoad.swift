@@ -4,29 +4,29 @@ import AccessoryCore
 /// into: some xHCI hosts give out about 32 device slots (STF #966: phones beyond that never
 /// enumerate), and Intel's xHCI about 96 endpoints (uhubctl #276: devices enumerate but fail
 /// to configure). Hubs count: each takes a slot and an interrupt endpoint.
-public struct HostControllerLoad: Hashable, Sendable {
+package struct HostControllerLoad: Hashable, Sendable {
     /// The controller's PCI (or platform) device name, such as `0000:00:14.0`.
-    public var controller: String
+    package var controller: String
     /// Its kernel driver, such as `xhci_hcd`, when sysfs names one.
-    public var driver: String?
+    package var driver: String?
     /// The USB buses (root hubs) it drives.
-    public var buses: [Int]
+    package var buses: [Int]
     /// Devices behind it, hubs included, root hubs not.
-    public var devices: Int
+    package var devices: Int
     /// Endpoints of their active configurations (alternate setting 0), each device's
     /// control endpoint included.
-    public var endpoints: Int
+    package var endpoints: Int
 
-    public static let deviceSlotLimit = 32
-    public static let endpointLimit = 96
+    package static let deviceSlotLimit = 32
+    package static let endpointLimit = 96
     /// A controller is "near" a limit from this share of it.
-    public static let warningShare = 0.8
+    package static let warningShare = 0.8
 
     /// Whether the limits apply: they are xHCI's.
-    public var isXHCI: Bool { driver?.contains("xhci") ?? false }
+    package var isXHCI: Bool { driver?.contains("xhci") ?? false }
 
     /// What is close to a limit, in words; empty when nothing is.
-    public var concerns: [String] {
+    package var concerns: [String] {
         guard isXHCI else { return [] }
         var out: [String] = []
         if Double(devices) >= Double(Self.deviceSlotLimit) * Self.warningShare {
@@ -40,7 +40,7 @@ public struct HostControllerLoad: Hashable, Sendable {
 
     /// The load of every controller that `devices` (a scan with hubs) shows, by controller
     /// name. Root hubs (`usbN`) say which controller a bus belongs to.
-    public static func measure(_ devices: [USBDeviceInfo], sysfsRoot: String) -> [HostControllerLoad] {
+    package static func measure(_ devices: [USBDeviceInfo], sysfsRoot: String) -> [HostControllerLoad] {
         var byBus: [Int: (controller: String, driver: String?)] = [:]
         for info in devices where info.descriptor.port.hasPrefix("usb") {
             let name = info.descriptor.port

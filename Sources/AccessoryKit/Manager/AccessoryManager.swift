@@ -33,16 +33,17 @@ public actor AccessoryManager {
         /// The clock for the periodic reconcile and the debounce.
         public var clock: any Clock<Duration>
         /// Where sysfs lists USB devices.
-        public var sysfsRoot: String
+        package var sysfsRoot: String
         /// Where the manager logs; by default `accessorykit`, to whatever handler the
         /// application bootstrapped.
         public var logger: Logger
 
+        /// A configuration; the defaults suit most applications.
         public init(
             reconcileInterval: Duration = .seconds(2), debounce: Duration = .milliseconds(20),
             supportedProtocols: Set<String>? = nil, protocolTable: ProtocolTable = .init(),
             includeHubs: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
-            sysfsRoot: String = SysfsScanner.defaultRoot, logger: Logger = Logger(label: "accessorykit")
+            sysfsRoot: String = "/sys/bus/usb/devices", logger: Logger = Logger(label: "accessorykit")
         ) {
             self.reconcileInterval = reconcileInterval
             self.debounce = debounce
@@ -70,12 +71,13 @@ public actor AccessoryManager {
         var visible: Bool
     }
 
+    /// The configuration the manager was started with.
     public nonisolated let configuration: Configuration
     /// Whether hotplug events arrive. Without them (no libusb, or no hotplug support) the
     /// manager still finds every change, one reconcile interval late.
-    public nonisolated let isHotplugAvailable: Bool
+    package nonisolated let isHotplugAvailable: Bool
     /// The libusb version, or `nil` when libusb could not start.
-    public nonisolated let libusbVersion: String?
+    package nonisolated let libusbVersion: String?
 
     /// The hardware: the OS truth, hotplug notices and devices. Sessions open devices
     /// through it.
@@ -226,7 +228,7 @@ public actor AccessoryManager {
     }
 
     /// Everything the OS says about a connected accessory: class, speed, configuration.
-    public func deviceInfo(for id: ConnectionID) -> USBDeviceInfo? {
+    package func deviceInfo(for id: ConnectionID) -> USBDeviceInfo? {
         guard let entry = entries[id], entry.visible, registry[id] != nil else { return nil }
         return entry.info
     }
@@ -238,7 +240,7 @@ public actor AccessoryManager {
     /// the disconnect `unplugged`; sysfs dropping the device with no LEFT event makes it a
     /// ghost whose evidence names `operation`; sysfs still listing the same instance after
     /// the wait makes it a false alarm (a missing device node, say), and the connection stays.
-    public func reportNoDevice(_ id: ConnectionID, operation: String) {
+    package func reportNoDevice(_ id: ConnectionID, operation: String) {
         guard !isShutDown, registry[id] != nil else { return }
         logger.debug("\(operation) on connection \(id) returned NO_DEVICE; confirming")
         policy.suspect(id, operation: operation, at: host.uptime().monotonic)

@@ -4,6 +4,7 @@ import AccessoryCore
 /// notification, or the mark that the subscriber fell behind and what it missed was
 /// collapsed.
 public enum AccessoryUpdate: Sendable, Hashable {
+    /// A notification.
     case event(AccessoryEvent)
     /// More than the buffer limit waited unread: `missed` notifications were dropped, and
     /// the events that follow are the difference between what the subscriber had seen and
@@ -25,9 +26,6 @@ public enum AccessoryUpdate: Sendable, Hashable {
 /// connected then). Cancelling a task that waits in `next()` ends that iterator. The
 /// subscription ends when this sequence and all its iterators are gone, or at shutdown.
 public struct AccessoryUpdates: AsyncSequence, Sendable {
-    public typealias Element = AccessoryUpdate
-    public typealias Failure = Never
-
     let buffer: UpdateBuffer
     let registration: SubscriberFanOut.Registration
 
@@ -38,7 +36,9 @@ public struct AccessoryUpdates: AsyncSequence, Sendable {
     /// How many updates wait unread now (for the iterator furthest behind).
     package var bufferedCount: Int { buffer.bufferedCount }
 
+    /// One reader of the stream, with its own place in it.
     public struct Iterator: AsyncIteratorProtocol {
+
         let reader: Reader
         public mutating func next() async -> AccessoryUpdate? { await reader.buffer.next(reader.id) }
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(Never) -> AccessoryUpdate? {

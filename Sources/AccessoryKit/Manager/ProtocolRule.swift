@@ -1,6 +1,7 @@
 /// One declared protocol: which devices or interfaces speak it. Like an entry of an iOS
 /// app's `UISupportedExternalAccessoryProtocols`, plus what to match it on.
 public struct ProtocolRule: Sendable, Hashable {
+    /// What a rule matches on.
     public enum Match: Sendable, Hashable {
         /// A device with this vendor ID and, if given, product ID.
         case device(vendor: UInt16, product: UInt16?)
@@ -10,10 +11,12 @@ public struct ProtocolRule: Sendable, Hashable {
         case productInterface(vendor: UInt16, products: ClosedRange<UInt16>, interface: UInt8)
     }
 
+    /// What devices or interfaces speak the protocol.
     public var match: Match
     /// The protocol name, such as `org.example.loopback`.
     public var protocolName: String
 
+    /// A rule: `protocolName` is spoken where `match` matches.
     public init(_ protocolName: String, match: Match) {
         self.protocolName = protocolName
         self.match = match

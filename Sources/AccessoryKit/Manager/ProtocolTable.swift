@@ -6,6 +6,7 @@ import AccessoryCore
 /// (class 0xff) interfaces, plus every protocol whose rule matches it: the table's
 /// ``rules``, then the built-in ones (``builtInRules``).
 public struct ProtocolTable: Sendable, Hashable {
+    /// The application's own rules, matched before the built-in ones.
     public var rules: [ProtocolRule]
 
     /// The rules every table has after its own: Android Open Accessory's
@@ -14,13 +15,14 @@ public struct ProtocolTable: Sendable, Hashable {
 
     private var allRules: [ProtocolRule] { rules + Self.builtInRules }
 
+    /// A table with `rules` (none by default: interface strings and built-in rules only).
     public init(rules: [ProtocolRule] = []) {
         self.rules = rules
     }
 
     /// The protocols a device speaks, without duplicates: interface strings first, then
     /// rules in table order. `nil` when neither the interfaces nor any rule can tell.
-    public func protocols(for info: USBDeviceInfo) -> [String]? {
+    package func protocols(for info: USBDeviceInfo) -> [String]? {
         var names: [String] = []
         func add(_ name: String) { if !names.contains(name) { names.append(name) } }
         let interfaces = info.configuration?.interfaces ?? []
@@ -36,7 +38,8 @@ public struct ProtocolTable: Sendable, Hashable {
     /// An interface whose string is the protocol name wins; then an interface an interface
     /// rule matches; then, for a device rule, the first vendor-specific interface with bulk
     /// endpoints, or else the first interface with bulk endpoints in both directions.
-    public func interface(for protocolName: String, in info: USBDeviceInfo) -> USBInterface? {
+    package func interface(for
+ protocolName: String, in info: USBDeviceInfo) -> USBInterface? {
         let interfaces = (info.configuration?.interfaces ?? []).sorted { $0.alternate < $1.alternate }
         if let named = interfaces.first(where: { $0.name == protocolName }) { return named }
         let mine = allRules.filter { $0.protocolName == protocolName }

@@ -5,15 +5,19 @@ import AccessoryCore
 /// It grants access to the logged-in seat user (`TAG+="uaccess"`) and, if named, to a group
 /// with mode 0660. It never makes a node world-writable.
 public struct UdevRule: Hashable, Sendable {
+    /// The vendor ID the rule matches.
     public var vendor: UInt16
+    /// The product ID the rule matches; `nil`: every product of the vendor.
     public var product: UInt16?
+    /// A group also granted access (mode 0660), if any.
     public var group: String?
     /// A udev glob for the product ID instead of ``product``, such as `2d0[0-5]`.
-    public private(set) var productPattern: String?
+    package private(set) var productPattern: String?
 
     /// The file name the README and error messages tell users to install the rule as.
-    public static let fileName = "70-accessorykit.rules"
+    package static let fileName = "70-accessorykit.rules"
 
+    /// A rule for `vendor` (and `product`); throws when `group` is not a valid group name.
     public init(vendor: UInt16, product: UInt16? = nil, group: String? = nil) throws(AccessoryError) {
         if let group, !Self.isValidGroupName(group) {
             throw AccessoryError(.io, "'\(group)' is not a valid group name (letters, digits, '_' and '-', starting with a letter or '_')")
@@ -44,7 +48,7 @@ public struct UdevRule: Hashable, Sendable {
     }
 
     /// The shell commands that install the rule.
-    public var installHint: String {
+    package var installHint: String {
         var args = productPattern == nil ? "--vendor \(Hex.four(vendor))" : "--android-accessory"
         if let product { args += " --product \(Hex.four(product))" }
         if let group { args += " --group \(group)" }

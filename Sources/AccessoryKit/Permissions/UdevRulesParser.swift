@@ -1,24 +1,24 @@
 /// Parses udev rules files well enough to check their syntax and to tell which rules match a
 /// USB device. It follows udev(7): comma-separated `KEY[{attr}] OP "value"` pairs, `#`
 /// comments, and lines continued with a trailing backslash.
-public struct UdevRulesParser: Sendable {
+package struct UdevRulesParser: Sendable {
     /// One `KEY{attr} OP "value"` pair.
-    public struct Assignment: Hashable, Sendable {
-        public var key: String
-        public var attribute: String?
-        public var op: String
-        public var value: String
+    package struct Assignment: Hashable, Sendable {
+        package var key: String
+        package var attribute: String?
+        package var op: String
+        package var value: String
     }
 
     /// One rule: the pairs of one logical line.
-    public struct Rule: Hashable, Sendable {
-        public var line: Int
-        public var pairs: [Assignment]
+    package struct Rule: Hashable, Sendable {
+        package var line: Int
+        package var pairs: [Assignment]
 
         /// Whether the rule certainly matches a USB device with these IDs: it must name the
         /// vendor, and every `==` / `!=` condition must be one this parser can evaluate
         /// (SUBSYSTEM, ATTR{idVendor}, ATTR{idProduct}, ENV{DEVTYPE}, ACTION) and hold.
-        public func matches(vendor: String, product: String) -> Bool {
+        package func matches(vendor: String, product: String) -> Bool {
             guard pairs.contains(where: { ($0.key == "ATTR" || $0.key == "ATTRS") && $0.attribute == "idVendor" }) else { return false }
             for p in pairs where p.op == "==" || p.op == "!=" {
                 let actual: String?
@@ -38,16 +38,16 @@ public struct UdevRulesParser: Sendable {
         }
 
         /// Whether the rule grants access (uaccess tag, a group or a mode).
-        public var grantsAccess: Bool {
+        package var grantsAccess: Bool {
             pairs.contains { ($0.key == "TAG" && $0.value == "uaccess") || $0.key == "GROUP" || $0.key == "MODE" }
         }
     }
 
     /// A syntax error, with its line.
-    public struct SyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
-        public var line: Int
-        public var reason: String
-        public var description: String { "line \(line): \(reason)" }
+    package struct SyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
+        package var line: Int
+        package var reason: String
+        package var description: String { "line \(line): \(reason)" }
     }
 
     static let knownKeys: Set<String> = [
@@ -58,10 +58,10 @@ public struct UdevRulesParser: Sendable {
     ]
     static let keysWithAttribute: Set<String> = ["ATTR", "ATTRS", "SYSCTL", "ENV", "CONST", "TEST", "IMPORT", "RUN", "SECLABEL"]
 
-    public init() {}
+    package init() {}
 
     /// Parses a whole rules file.
-    public func parse(_ text: String) throws(SyntaxError) -> [Rule] {
+    package func parse(_ text: String) throws(SyntaxError) -> [Rule] {
         var rules: [Rule] = []
         var pending = ""
         var pendingStart = 0

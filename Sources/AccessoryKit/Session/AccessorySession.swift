@@ -39,15 +39,19 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     public let name: String
     /// The accessory, as it was when the session opened.
     public let accessory: Accessory
+    /// The protocol the session speaks.
     public let protocolName: String
+    /// The options it was opened with.
     public let options: Options
     /// The claimed interface.
-    public let interfaceNumber: UInt8
+    package let interfaceNumber: UInt8
     /// The IN and OUT endpoint addresses, such as `0x81` and `0x01`.
-    public let inEndpoint: UInt8
-    public let outEndpoint: UInt8
+    package let inEndpoint: UInt8
+    /// The OUT endpoint address.
+    package let outEndpoint: UInt8
+
     /// The OUT endpoint's packet size, which decides when a zero-length packet is needed.
-    public let maxPacketSize: Int
+    package let maxPacketSize: Int
 
     let manager: AccessoryManager
     let key: SessionKey

@@ -13,17 +13,12 @@ extension AccessorySession {
     ///
     /// One task should read at a time; iterators share the session's buffer.
     public struct Input: AsyncSequence, Sendable {
-        public typealias Element = [UInt8]
-        public typealias Failure = AccessoryError
-
         let session: AccessorySession
 
         public func makeAsyncIterator() -> Iterator { Iterator(session: session) }
 
+        /// Reads chunks with ``AccessorySession/read()``.
         public struct Iterator: AsyncIteratorProtocol {
-            public typealias Element = [UInt8]
-            public typealias Failure = AccessoryError
-
             let session: AccessorySession
 
             public mutating func next() async throws(AccessoryError) -> [UInt8]? {

@@ -41,7 +41,9 @@ extension AccessorySession {
         /// `.busy`.
         public var detachKernelDriver: Bool
 
+        /// Options; every default suits a bulk stream.
         public init(
+
             readsInFlight: Int = 4, writesInFlight: Int = 4, transferSize: Int = 64 * 1024,
             readBufferCapacity: Int = 1 << 20, readBufferItemLimit: Int = 1024, writeBufferCapacity: Int = 1 << 20,
             sendsZeroLengthPacket: Bool = false, readTimeout: Duration? = nil, writeTimeout: Duration? = nil,

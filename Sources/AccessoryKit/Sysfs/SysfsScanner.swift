@@ -10,17 +10,17 @@ import Glibc
 /// truth comes from `/sys/bus/usb/devices/*` instead. Strings are taken exactly as the kernel
 /// wrote them: decoded as UTF-8 with U+FFFD for invalid bytes, and with exactly one trailing
 /// newline removed.
-public struct SysfsScanner: Sendable {
-    public static let defaultRoot = "/sys/bus/usb/devices"
+package struct SysfsScanner: Sendable {
+    package static let defaultRoot = "/sys/bus/usb/devices"
 
     /// The directory that holds one entry (usually a symlink) per device and interface.
-    public var root: String
+    package var root: String
     /// Whether hubs, root hubs (`usbN`) included, are listed.
-    public var includeHubs: Bool
+    package var includeHubs: Bool
     /// Declared protocols, added to those named by vendor-specific interface strings.
-    public var protocolTable: ProtocolTable
+    package var protocolTable: ProtocolTable
 
-    public init(root: String = SysfsScanner.defaultRoot, includeHubs: Bool = false, protocolTable: ProtocolTable = .init()) {
+    package init(root: String = SysfsScanner.defaultRoot, includeHubs: Bool = false, protocolTable: ProtocolTable = .init()) {
         self.root = root
         self.includeHubs = includeHubs
         self.protocolTable = protocolTable
@@ -28,15 +28,15 @@ public struct SysfsScanner: Sendable {
 
     /// One scan: the devices, ordered by bus and address, and a note when there is no USB
     /// subsystem at all (which is not an error), or the failure that made it unusable.
-    public struct Result: Sendable, Hashable {
-        public var devices: [USBDeviceInfo]
+    package struct Result: Sendable, Hashable {
+        package var devices: [USBDeviceInfo]
         /// Set when the scan found no USB subsystem; a caller may print it as a one-line note.
-        public var note: String?
+        package var note: String?
         /// Set when sysfs could not be read (too many open files, permission denied, …):
         /// ``devices`` is then incomplete and must not be taken as the truth.
-        public var failure: String?
+        package var failure: String?
 
-        public init(devices: [USBDeviceInfo], note: String? = nil, failure: String? = nil) {
+        package init(devices: [USBDeviceInfo], note: String? = nil, failure: String? = nil) {
             self.devices = devices
             self.note = note
             self.failure = failure
@@ -45,7 +45,7 @@ public struct SysfsScanner: Sendable {
 
     /// Scans every device directory under ``root``. A directory that vanishes meanwhile is
     /// skipped (a device being removed); any other read failure fails the whole scan.
-    public func scan() -> Result {
+    package func scan() -> Result {
         scan { read($0) }
     }
 
@@ -77,7 +77,7 @@ public struct SysfsScanner: Sendable {
     /// Reads one device directory, such as `1-1.4` or `usb1`, whether or not it is a hub.
     /// - Returns: `nil` when the directory is missing, unreadable, or has no `busnum` and
     ///   `devnum` (an interface, or a device that is being removed).
-    public func device(named name: String) -> USBDeviceInfo? {
+    package func device(named name: String) -> USBDeviceInfo? {
         (try? read(name).get()) ?? nil
     }
 

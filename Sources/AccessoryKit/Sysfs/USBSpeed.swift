@@ -1,5 +1,5 @@
 /// The signalling rate a device was enumerated at.
-public enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
+package enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
     /// 1.5 Mbit/s.
     case low
     /// 12 Mbit/s.
@@ -14,7 +14,7 @@ public enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
     case superSpeedPlusDual
 
     /// Parses sysfs's `speed` attribute, in Mbit/s: `1.5`, `12`, `480`, `5000`, `10000`, `20000`.
-    public init?(sysfs text: String) {
+    package init?(sysfs text: String) {
         switch text {
         case "1.5": self = .low
         case "12": self = .full
@@ -26,7 +26,7 @@ public enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var megabitsPerSecond: Double {
+    package var megabitsPerSecond: Double {
         switch self {
         case .low: return 1.5
         case .full: return 12
@@ -37,7 +37,7 @@ public enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .low: return "low (1.5 Mbit/s)"
         case .full: return "full (12 Mbit/s)"

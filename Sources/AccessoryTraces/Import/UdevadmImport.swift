@@ -8,7 +8,7 @@ public struct UdevadmImport: Hashable, Sendable {
     /// How many non-blank lines were not recognized and skipped.
     public var skippedLines: Int
 
-    public init(records: [TraceRecord], warnings: [TraceWarning] = [], skippedLines: Int = 0) {
+    package init(records: [TraceRecord], warnings: [TraceWarning] = [], skippedLines: Int = 0) {
         self.records = records
         self.warnings = warnings
         self.skippedLines = skippedLines

@@ -26,10 +26,12 @@ import Foundation
 /// - `t` is the monitor timestamp minus that of the first imported event; where the log goes
 ///   backwards, `t` stays at the previous value.
 ///
-/// The log is read in chunks by ``UdevadmReader``, which hands records on one at a time;
+/// The log is read in chunks by `UdevadmReader`, which hands records on one at a time;
 /// these methods gather them into one ``UdevadmImport``.
 public struct UdevadmImporter: Sendable {
+    /// An importer.
     public init() {}
+
 
     /// Imports the log at `path`.
     /// - Throws: ``TraceError`` if the file cannot be read or is not a `udevadm monitor` log.
@@ -43,7 +45,7 @@ public struct UdevadmImporter: Sendable {
     }
 
     /// Imports a log held in memory; `name` stands for the file in errors and warnings.
-    public func importLog(bytes: [UInt8], name: String = "<memory>") throws(TraceError) -> UdevadmImport {
+    package func importLog(bytes: [UInt8], name: String = "<memory>") throws(TraceError) -> UdevadmImport {
         try Self.gather(UdevadmReader(bytes: bytes, name: name))
     }
 

@@ -9,14 +9,14 @@ import Foundation
 /// while let record = try reader.next() { … }
 /// for warning in reader.warnings { … }
 /// ```
-public struct UdevadmReader: ~Copyable, Sendable {
+package struct UdevadmReader: ~Copyable, Sendable {
     /// The name used in errors and warnings: the path, or what the caller chose.
-    public var name: String { lines.name }
+    package var name: String { lines.name }
     /// What was tolerated, such as lines that are not `udevadm monitor` output. Complete once
     /// ``next()`` has returned `nil`.
-    public private(set) var warnings: [TraceWarning] = []
+    package private(set) var warnings: [TraceWarning] = []
     /// How many non-blank lines were not recognized and skipped so far.
-    public var skippedLines: Int { scanner.unrecognized }
+    package var skippedLines: Int { scanner.unrecognized }
 
     private var lines: LineReader
     private var scanner = UdevadmLineScanner()
@@ -30,25 +30,25 @@ public struct UdevadmReader: ~Copyable, Sendable {
 
     /// Opens the log at `path`.
     /// - Throws: ``TraceError`` if the file cannot be opened.
-    public init(path: String, chunkSize: Int = 1 << 20) throws(TraceError) {
+    package init(path: String, chunkSize: Int = 1 << 20) throws(TraceError) {
         lines = LineReader(path: path, chunkSize: chunkSize)
         if let error = lines.openError { throw error }
     }
 
     /// Reads a log from an open file descriptor (such as standard input).
-    public init(fileDescriptor: Int32, name: String, closeWhenDone: Bool = false, chunkSize: Int = 1 << 20) {
+    package init(fileDescriptor: Int32, name: String, closeWhenDone: Bool = false, chunkSize: Int = 1 << 20) {
         lines = LineReader(fd: fileDescriptor, owns: closeWhenDone, name: name, chunkSize: chunkSize)
     }
 
     /// Reads a log held in memory.
-    public init(bytes: [UInt8], name: String = "<memory>") {
+    package init(bytes: [UInt8], name: String = "<memory>") {
         lines = LineReader(bytes: bytes, name: name)
     }
 
     /// The next USB device `add` or `remove`, or `nil` at the end of the log.
     /// - Throws: ``TraceError`` on a read error, or at the end if the file is not a
     ///   `udevadm monitor` log (then no record was returned before).
-    public mutating func next() throws(TraceError) -> TraceRecord? {
+    package mutating func next() throws(TraceError) -> TraceRecord? {
         while true {
             if pairingMayHaveMore {
                 if let event = pairing.next() { return record(of: event) }

@@ -1,14 +1,14 @@
 import AccessoryCore
 /// A sink that collects bytes in memory, for tests and for building output in one piece.
-public struct ByteBufferSink: TraceSink, Sendable {
-    public var bytes: [UInt8] = []
+package struct ByteBufferSink: TraceSink, Sendable {
+    package var bytes: [UInt8] = []
 
-    public init() {}
+    package init() {}
 
-    public mutating func write(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func write(_ bytes: UnsafeRawBufferPointer) {
         self.bytes.append(contentsOf: bytes)
     }
 
     /// The bytes as UTF-8 text.
-    public var string: String { String(decoding: bytes, as: UTF8.self) }
+    package var string: String { String(decoding: bytes, as: UTF8.self) }
 }

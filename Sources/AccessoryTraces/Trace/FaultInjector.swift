@@ -12,16 +12,16 @@ import AccessoryCore
 ///
 /// It streams: ``push(_:emit:)`` each record, then ``finish(emit:)``. At most a few records
 /// are held back at any time.
-public struct FaultInjector: Sendable {
+package struct FaultInjector: Sendable {
     /// Fault probabilities (each from 0 to 1) and whether to renumber addresses.
-    public struct Configuration: Hashable, Sendable, CustomStringConvertible {
-        public var drop: Double
-        public var duplicate: Double
-        public var reorder: Double
-        public var delay: Double
-        public var wrapAddresses: Bool
+    package struct Configuration: Hashable, Sendable, CustomStringConvertible {
+        package var drop: Double
+        package var duplicate: Double
+        package var reorder: Double
+        package var delay: Double
+        package var wrapAddresses: Bool
 
-        public init(
+        package init(
             drop: Double = 0, duplicate: Double = 0, reorder: Double = 0, delay: Double = 0,
             wrapAddresses: Bool = false
         ) {
@@ -35,7 +35,7 @@ public struct FaultInjector: Sendable {
         /// Parses `drop=P,dup=P,reorder=P,delay=P[,wrap]`. Any part may be left out; `wrap`
         /// may also be written `wrap=true` or `wrap=false`.
         /// - Throws: ``SpecError`` naming the part that is wrong.
-        public init(parsing spec: String) throws(SpecError) {
+        package init(parsing spec: String) throws(SpecError) {
             self.init()
             var seen: Set<String> = []
             for rawPart in spec.split(separator: ",", omittingEmptySubsequences: false) {
@@ -78,20 +78,20 @@ public struct FaultInjector: Sendable {
         }
 
         /// The spec form, such as `drop=0.1,dup=0,reorder=0.05,delay=0,wrap`.
-        public var description: String {
+        package var description: String {
             "drop=\(drop),dup=\(duplicate),reorder=\(reorder),delay=\(delay)" + (wrapAddresses ? ",wrap" : "")
         }
     }
 
     /// A fault spec that cannot be parsed.
-    public struct SpecError: Error, Hashable, Sendable, CustomStringConvertible {
-        public var spec: String
-        public var reason: String
+    package struct SpecError: Error, Hashable, Sendable, CustomStringConvertible {
+        package var spec: String
+        package var reason: String
 
-        public var description: String { "invalid fault spec \"\(spec)\": \(reason)" }
+        package var description: String { "invalid fault spec \"\(spec)\": \(reason)" }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private var random: SplitMix64
     /// Records held back, with the position after which each is released.
     private var held: [(due: Int, copies: Int, record: TraceRecord)] = []
@@ -102,13 +102,13 @@ public struct FaultInjector: Sendable {
     /// Where renumbered addresses start: address 2 becomes this one.
     static let wrapStart = 122
 
-    public init(_ configuration: Configuration, seed: UInt64) {
+    package init(_ configuration: Configuration, seed: UInt64) {
         self.configuration = configuration
         self.random = SplitMix64(seed: seed)
     }
 
     /// Takes one record and emits those that are ready, in output order.
-    public mutating func push(_ record: TraceRecord, emit: (TraceRecord) throws -> Void) rethrows {
+    package mutating func push(_ record: TraceRecord, emit: (TraceRecord) throws -> Void) rethrows {
         var record = record
         if configuration.wrapAddresses { record.event = Self.wrapped(record.event) }
         switch record.event {
@@ -140,12 +140,12 @@ public struct FaultInjector: Sendable {
     }
 
     /// Emits everything still held back, at the end of the input.
-    public mutating func finish(emit: (TraceRecord) throws -> Void) rethrows {
+    package mutating func finish(emit: (TraceRecord) throws -> Void) rethrows {
         try release(upTo: .max, emit)
     }
 
     /// Runs a whole sequence of records through a new injector.
-    public static func inject(
+    package static func inject(
         _ configuration: Configuration, seed: UInt64, into records: some Sequence<TraceRecord>
     ) -> [TraceRecord] {
         var injector = FaultInjector(configuration, seed: seed)

@@ -6,15 +6,18 @@ import Foundation
 /// It does not own the descriptor. Interrupted writes are retried; other failures throw
 /// ``TraceSinkError`` (``TraceSinkError/isBrokenPipe`` tells a reader that went away).
 public struct FileDescriptorSink: TraceSink, Sendable {
+    /// The descriptor written to (not closed by the sink).
     public let fileDescriptor: Int32
 
+    /// A sink that writes to `fileDescriptor`.
     public init(fileDescriptor: Int32) {
         self.fileDescriptor = fileDescriptor
     }
 
     /// Standard output.
-    public static var standardOutput: FileDescriptorSink { FileDescriptorSink(fileDescriptor: 1) }
+    package static var standardOutput: FileDescriptorSink { FileDescriptorSink(fileDescriptor: 1) }
 
+    /// Writes all of `bytes` with `write(2)`, retrying interrupted writes.
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         guard var p = bytes.baseAddress else { return }
         var remaining = bytes.count

@@ -11,28 +11,28 @@ import AccessoryCore
 ///
 /// The same configuration gives the same trace on every run. Memory is bounded by the
 /// device count, not the trace length.
-public struct TraceGenerator: Sequence, IteratorProtocol, Sendable {
-    public struct Configuration: Hashable, Sendable {
-        public var seed: UInt64
+package struct TraceGenerator: Sequence, IteratorProtocol, Sendable {
+    package struct Configuration: Hashable, Sendable {
+        package var seed: UInt64
         /// How many events (`add`, `remove`, `sleep`, `wake`, `overflow`) to generate;
         /// snapshots come on top.
-        public var events: Int
-        public var devices: Int
-        public var buses: Int
+        package var events: Int
+        package var devices: Int
+        package var buses: Int
         /// Events between two snapshots; 0 for snapshots only at the start and the end.
-        public var snapshotInterval: Int
+        package var snapshotInterval: Int
         /// The chance that a step is a sleep/wake pair.
-        public var sleepProbability: Double
+        package var sleepProbability: Double
         /// The chance that a step is an overflow (after one to three silently lost changes).
-        public var overflowProbability: Double
+        package var overflowProbability: Double
         /// The chance that a remove is followed at once by an add of the same device.
-        public var replugProbability: Double
+        package var replugProbability: Double
         /// The chance that a device present at sleep leaves or re-enumerates with no event.
-        public var silentChangeWhileAsleep: Double
+        package var silentChangeWhileAsleep: Double
         /// The share of devices present at the start.
-        public var initiallyPresent: Double
+        package var initiallyPresent: Double
 
-        public init(
+        package init(
             seed: UInt64 = 1, events: Int = 1000, devices: Int = 8, buses: Int = 2,
             snapshotInterval: Int = 100, sleepProbability: Double = 0.002,
             overflowProbability: Double = 0.002, replugProbability: Double = 0.2,
@@ -114,7 +114,7 @@ public struct TraceGenerator: Sequence, IteratorProtocol, Sendable {
         case start, running, done
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private var random: SplitMix64
     private var world: [Device] = []
     private var buses: [Bus]
@@ -125,7 +125,7 @@ public struct TraceGenerator: Sequence, IteratorProtocol, Sendable {
     private var line = 0
     private var phase = Phase.start
 
-    public init(_ configuration: Configuration) {
+    package init(_ configuration: Configuration) {
         precondition(configuration.devices >= 0 && configuration.buses >= 1 && configuration.events >= 0)
         precondition(configuration.devices <= configuration.buses * 126, "at most 126 devices per bus")
         self.configuration = configuration
@@ -146,7 +146,7 @@ public struct TraceGenerator: Sequence, IteratorProtocol, Sendable {
         }
     }
 
-    public init(seed: UInt64, events: Int, devices: Int) {
+    package init(seed: UInt64, events: Int, devices: Int) {
         self.init(Configuration(seed: seed, events: events, devices: devices))
     }
 
@@ -155,7 +155,7 @@ public struct TraceGenerator: Sequence, IteratorProtocol, Sendable {
         world.filter(\.isPresent).map(\.descriptor)
     }
 
-    public mutating func next() -> TraceRecord? {
+    package mutating func next() -> TraceRecord? {
         switch phase {
         case .done:
             return nil

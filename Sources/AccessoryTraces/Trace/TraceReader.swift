@@ -19,7 +19,7 @@ import Foundation
 /// so that exactly one value owns the descriptor.
 public struct TraceReader: ~Copyable, Sendable {
     /// The name used in errors and warnings: the path, or what the caller chose.
-    public let name: String
+    package let name: String
     /// The header, if the trace has one. Known as soon as the reader is created.
     public private(set) var header: TraceHeader?
     /// Problems tolerated so far (a truncated last line).
@@ -44,7 +44,7 @@ public struct TraceReader: ~Copyable, Sendable {
 
     /// Reads a trace from an open file descriptor (such as standard input).
     /// - Parameter closeWhenDone: whether the reader closes `fileDescriptor` when destroyed.
-    public init(fileDescriptor: Int32, name: String, closeWhenDone: Bool = false, chunkSize: Int = 1 << 20)
+    package init(fileDescriptor: Int32, name: String, closeWhenDone: Bool = false, chunkSize: Int = 1 << 20)
         throws(TraceError)
     {
         self.init(lines: LineReader(fd: fileDescriptor, owns: closeWhenDone, name: name, chunkSize: chunkSize))
@@ -52,7 +52,7 @@ public struct TraceReader: ~Copyable, Sendable {
     }
 
     /// Reads a trace held in memory.
-    public init(bytes: [UInt8], name: String = "<memory>") throws(TraceError) {
+    package init(bytes: [UInt8], name: String = "<memory>") throws(TraceError) {
         self.init(lines: LineReader(bytes: bytes, name: name))
         try readHeader()
     }
@@ -78,7 +78,7 @@ public struct TraceReader: ~Copyable, Sendable {
     }
 
     /// Reads every remaining record into memory.
-    public consuming func readAll() throws(TraceError) -> TraceContents {
+    package consuming func readAll() throws(TraceError) -> TraceContents {
         var records: [TraceRecord] = []
         while let record = try next() { records.append(record) }
         return TraceContents(header: header, records: records, warnings: warnings)
@@ -90,12 +90,12 @@ public struct TraceReader: ~Copyable, Sendable {
     }
 
     /// Reads a whole trace held in memory.
-    public static func readAll(bytes: [UInt8], name: String = "<memory>") throws(TraceError) -> TraceContents {
+    package static func readAll(bytes: [UInt8], name: String = "<memory>") throws(TraceError) -> TraceContents {
         try TraceReader(bytes: bytes, name: name).readAll()
     }
 
     /// Reads a whole trace held in a string.
-    public static func readAll(string: String, name: String = "<memory>") throws(TraceError) -> TraceContents {
+    package static func readAll(string: String, name: String = "<memory>") throws(TraceError) -> TraceContents {
         try TraceReader(string: string, name: name).readAll()
     }
 

@@ -8,19 +8,21 @@ import AccessoryCore
 ///
 /// ```swift
 /// var replayer = TraceReplayer()
-/// var output = ReplayOutput()
-/// try replayer.replay(&reader) { output.append($0) }
-/// output.appendFinal(replayer.registry.accessories)
+/// var reader = try TraceReader(path: "overnight.jsonl")
+/// try replayer.replay(&reader) { print($0) }
+/// print(replayer.registry.accessories)
 /// ```
 public struct TraceReplayer: Sendable {
+    /// The registry the trace is replayed into.
     public private(set) var registry: ConnectionRegistry
     /// The devices of the last snapshot applied, if there was one.
-    public private(set) var lastSnapshot: [AccessoryDescriptor]?
+    package private(set) var lastSnapshot: [AccessoryDescriptor]?
     /// How many records have been applied.
-    public private(set) var recordCount = 0
+    package private(set) var recordCount = 0
     /// Whether events came after the last snapshot (so ``finish()`` has work to do).
     private var changedSinceSnapshot = false
 
+    /// A replayer that starts from `registry` (empty by default).
     public init(registry: ConnectionRegistry = ConnectionRegistry()) {
         self.registry = registry
     }
@@ -33,7 +35,7 @@ public struct TraceReplayer: Sendable {
     }
 
     /// Applies one event and returns the notifications it caused, in delivery order.
-    public mutating func apply(_ event: HotplugEvent) -> [AccessoryEvent] {
+    package mutating func apply(_ event: HotplugEvent) -> [AccessoryEvent] {
         var events: [AccessoryEvent] = []
         apply(event, into: &events)
         return events
@@ -41,13 +43,14 @@ public struct TraceReplayer: Sendable {
 
     /// Applies one record, appending the notifications it caused to `events` in delivery
     /// order: a replay of millions of records reuses one array.
-    public mutating func apply(_ record: consuming TraceRecord, into events: inout [AccessoryEvent]) {
+    package mutating func apply(_ record: consuming TraceRecord, into events: inout [AccessoryEvent]) {
         if let time = record.time { registry.now = time }
         apply(record.event, into: &events)
     }
 
     /// Applies one event, appending the notifications it caused to `events`.
-    public mutating func apply(_ event: consuming HotplugEvent, into events: inout [AccessoryEvent]) {
+    package mutating func apply(_ event: consuming HotplugEvent, into
+ events: inout [AccessoryEvent]) {
         recordCount += 1
         if case .snapshot(let devices) = event {
             lastSnapshot = devices

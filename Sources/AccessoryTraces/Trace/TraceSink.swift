@@ -1,5 +1,5 @@
 import AccessoryCore
-/// Where ``TraceWriter`` and ``ReplayOutput`` send their bytes.
+/// Where a ``TraceWriter`` sends its bytes: ``FileDescriptorSink``, or a type of your own.
 public protocol TraceSink {
     /// Writes all of `bytes`, or throws.
     mutating func write(_ bytes: UnsafeRawBufferPointer) throws
@@ -8,5 +8,7 @@ public protocol TraceSink {
 }
 
 extension TraceSink {
+    /// Does nothing: a sink that does not buffer has nothing to push.
     public mutating func flush() throws {}
+
 }

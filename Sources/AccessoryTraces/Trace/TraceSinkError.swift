@@ -6,7 +6,7 @@ public struct TraceSinkError: Error, Hashable, Sendable, CustomStringConvertible
     /// The `errno` value.
     public var code: Int32
 
-    public init(code: Int32) {
+    package init(code: Int32) {
         self.code = code
     }
 

@@ -7,14 +7,17 @@ import AccessoryCore
 /// compactly (`0`, `2.5`, `0.001234`). By default each record goes to the sink as soon as it
 /// is written, so a killed recorder loses at most the line being written.
 public struct TraceWriter<Sink: TraceSink> {
-    public private(set) var sink: Sink
+    /// Where the bytes go.
+    package private(set) var sink: Sink
     /// Whether each record is handed to the sink at once (and the sink flushed); otherwise
     /// records are batched until 256 KiB are pending or ``flush()`` is called.
     public var flushesEachRecord: Bool
     private var pending: [UInt8] = []
     private static var batchSize: Int { 256 * 1024 }
 
-    public init(sink: Sink, flushesEachRecord: Bool = true) {
+    /// A writer to `sink`; see ``flushesEachRecord``.
+    public init(sink: Sink,
+ flushesEachRecord: Bool = true) {
         self.sink = sink
         self.flushesEachRecord = flushesEachRecord
         pending.reserveCapacity(flushesEachRecord ? 1024 : Self.batchSize + 4096)
