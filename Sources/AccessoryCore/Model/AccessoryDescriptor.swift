@@ -46,7 +46,7 @@ public struct AccessoryDescriptor: Hashable, Sendable {
     package var key: DeviceKey? { address.map { DeviceKey(bus: bus, address: $0) } }
 
     /// Where the device is plugged in.
-    package var portKey: PortKey { PortKey(bus: bus, port: port) }
+    public var portKey: PortKey { PortKey(bus: bus, port: port) }
 
     /// The descriptor fingerprint that tells two instances on one address apart.
     package var fingerprint: Fingerprint {

@@ -28,19 +28,22 @@ package struct DeviceKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Bus number and kernel port chain (such as `1-1.4`): where a device is plugged in.
-package struct PortKey: Hashable, Sendable, CustomStringConvertible {
-    package var bus: Int
-    package var port: String
+public struct PortKey: Hashable, Sendable, CustomStringConvertible {
+    /// USB bus number.
+    public var bus: Int
+    /// Kernel port chain, such as `1-1.4`.
+    public var port: String
 
     package init(bus: Int, port: String) {
         self.bus = bus
         self.port = port
     }
 
-    package var description: String { port }
+    /// The port chain.
+    public var description: String { port }
 
     /// `Dictionary`'s hash: a registry finds a port on every arrival (see ``TableHash``).
-    package func _rawHashValue(seed: Int) -> Int {
+    public func _rawHashValue(seed: Int) -> Int {
         TableHash.word(UInt64(UInt(bitPattern: bus)), port, seed: seed)
     }
 }

@@ -112,7 +112,7 @@ public struct ConnectionRegistry: Sendable {
     }
 
     /// How many entries it holds (hidden ones included).
-    public var count: Int { entries.count }
+    package var count: Int { entries.count }
 
     /// The ID the next admission will get.
     package var nextConnectionID: ConnectionID { ConnectionID(rawValue: nextID) }

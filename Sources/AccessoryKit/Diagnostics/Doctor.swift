@@ -99,7 +99,7 @@ public struct Doctor: Sendable {
     }
 
     /// Whether the findings leave accessories usable (warnings do not block).
-    public static func isUsable(_ findings: [Finding]) -> Bool {
+    package static func isUsable(_ findings: [Finding]) -> Bool {
         !findings.contains { $0.severity == .problem }
     }
 

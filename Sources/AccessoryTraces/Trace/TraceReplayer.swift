@@ -84,7 +84,7 @@ public struct TraceReplayer: Sendable {
 
     /// Applies every record of `records`, then ``finish()``es, handing each notification to
     /// `notify` in delivery order.
-    public mutating func replay(
+    package mutating func replay(
         _ records: some Sequence<TraceRecord>, notify: (AccessoryEvent) throws -> Void
     ) rethrows {
         for record in records {

@@ -11,11 +11,14 @@ public struct TraceWriter<Sink: TraceSink> {
     package private(set) var sink: Sink
     /// Whether each record is handed to the sink at once (and the sink flushed); otherwise
     /// records are batched until 256 KiB are pending or ``flush()`` is called.
-    public var flushesEachRecord: Bool
+    package var flushesEachRecord: Bool
     private var pending: [UInt8] = []
     private static var batchSize: Int { 256 * 1024 }
 
-    /// A writer to `sink`; see ``flushesEachRecord``.
+    /// A writer to `sink`. With `flushesEachRecord`, each record goes to the sink (and the
+    /// sink is flushed) at once; otherwise records are batched until 256 KiB are pending or
+    /// ``flush()`` is called.
+
     public init(sink: Sink,
  flushesEachRecord: Bool = true) {
         self.sink = sink
