@@ -129,10 +129,10 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     /// error the real host gives.
     func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8] {
         let operation = controlOperation(request, isIn: data.isIn)
-        try checkPresent(operation)
-        let outData: [UInt8]? = if case .send(let bytes) = data { bytes } else { nil }
         try ArgumentCheck.controlLength(data.length, operation: operation)
         _ = try ArgumentCheck.timeout(timeout, operation: operation)
+        try checkPresent(operation)
+        let outData: [UInt8]? = if case .send(let bytes) = data { bytes } else { nil }
         let reply = androidRole.flatMap { role in
             system.androidControl(instance: instance, role: role, request, outData)
         } ?? responder.onControl(request, outData)

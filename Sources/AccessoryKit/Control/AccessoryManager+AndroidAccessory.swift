@@ -36,9 +36,9 @@ extension AccessoryManager {
         _ phone: Accessory, identity: AndroidAccessoryIdentity, wait: Duration = .seconds(10)
     ) async throws(AccessoryError) -> Accessory {
         let operation = "Android Open Accessory"
+        try ArgumentCheck.check(wait, in: .zero...ArgumentCheck.longestInterval, "wait", operation: operation)
         let label = AccessorySession.label(phone)
         let d = phone.descriptor
-        try ArgumentCheck.check(wait, in: .zero...ArgumentCheck.longestInterval, "wait", operation: operation)
         if d.vendor == AOA.vendor, let product = d.product, AOA.accessoryProducts.contains(product) { return phone }
         let payloads = try identity.payloads()
         let device: any USBDeviceConnection

@@ -73,14 +73,14 @@ extension AccessoryManager {
         _ accessory: Accessory, _ request: ControlRequest, _ data: ControlData, timeout: Duration
     ) async throws(AccessoryError) -> [UInt8] {
         let operation = controlOperation(request, isIn: data.isIn)
+        try ArgumentCheck.controlLength(data.length, operation: operation)
+        _ = try ArgumentCheck.timeout(timeout, operation: operation)
         let id = accessory.connectionID
         let label = AccessorySession.label(accessory)
         let interface = request.interfaceToClaim { endpoint in
             deviceInfo(for: id)?.configuration?.interfaces.first { $0.endpoints.contains { $0.address == endpoint } }?.number
         }
         if request.recipient == .endpoint, interface == nil {
-        try ArgumentCheck.controlLength(data.length, operation: operation)
-        _ = try ArgumentCheck.timeout(timeout, operation: operation)
             throw AccessoryError(
                 .notFound, "accessory \(label) has no endpoint \(hexByte(UInt8(request.index & 0xff)))", operation: operation)
         }

@@ -197,10 +197,6 @@ final class DataPlane: Sendable {
         return decorated(result)
     }
 
-    private func abortRead(_ id: UInt64, _ error: AccessoryError) {
-        event { s, fx in absorb(s.input.abort(id, error), &s, &fx) }
-    }
-
     /// Sleeps for a timeout; returns the error of a clock that cannot move, if it says so.
     private func sleepOrStall(_ limit: Duration) async -> AccessoryError? {
         do {
@@ -209,6 +205,10 @@ final class DataPlane: Sendable {
             return stalled
         } catch {}
         return nil
+    }
+
+    private func abortRead(_ id: UInt64, _ error: AccessoryError) {
+        event { s, fx in absorb(s.input.abort(id, error), &s, &fx) }
     }
 
     private func decorated(_ result: ReadResult) -> ReadResult {
