@@ -4,13 +4,21 @@
 /// It has one vendor-specific interface per protocol, interface N named by protocol N, with
 /// a bulk OUT endpoint `0x01+N` and a bulk IN endpoint `0x81+N` of 512-byte packets.
 public struct SimulatedAccessory: Sendable {
+    /// The USB vendor ID (`idVendor`).
     public var vendor: UInt16
+    /// The USB product ID (`idProduct`).
     public var product: UInt16
+    /// The serial number string, or `nil` for a device without one.
     public var serial: String?
+    /// The protocols it speaks, one vendor-specific interface each, in interface order.
     public var protocols: [String]
+    /// What it does with the data and control requests of sessions.
     public var responder: SimulatedResponder
+    /// The manufacturer string, or `nil`.
     public var manufacturer: String?
+    /// The product string, or `nil`.
     public var name: String?
+    /// The device release number (`bcdDevice`), binary-coded decimal.
     public var bcdDevice: UInt16
     /// Its part in Android Open Accessory, when it plays a phone (``androidPhone(serial:product:responder:)``).
     var androidRole: AndroidRole?
@@ -24,6 +32,8 @@ public struct SimulatedAccessory: Sendable {
         case accessoryMode
     }
 
+    /// An accessory with these IDs, strings and protocols, whose sessions `responder` answers
+    /// (by default an echo of every byte written).
     public init(
         vendor: UInt16, product: UInt16, serial: String? = nil, protocols: [String] = ["org.example.loopback"],
         responder: SimulatedResponder = .loopback, manufacturer: String? = "Example", name: String? = "Simulated Accessory",
@@ -91,14 +101,15 @@ extension SimulatedAccessory {
 }
 
 extension SimulatedAccessory: Hashable {
-    // The responder is behaviour, not identity: two accessories with the same IDs, strings
-    // and protocols are equal.
+    /// Equal IDs, strings and protocols. The responder is behaviour, not identity, so it is not
+    /// compared.
     public static func == (lhs: SimulatedAccessory, rhs: SimulatedAccessory) -> Bool {
         lhs.vendor == rhs.vendor && lhs.product == rhs.product && lhs.serial == rhs.serial && lhs.protocols == rhs.protocols
             && lhs.manufacturer == rhs.manufacturer && lhs.name == rhs.name && lhs.bcdDevice == rhs.bcdDevice
             && lhs.androidRole == rhs.androidRole
     }
 
+    /// Hashes what ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(vendor)
         hasher.combine(product)
