@@ -43,9 +43,9 @@ extension AccessoryManager {
     public func reset(_ accessory: Accessory) async throws(AccessoryError) {
         let operation = "reset"
         let label = AccessorySession.label(accessory)
-        if let open = sessions.first(where: { $0.key.connection == accessory.connectionID }) {
+        if let open = sessions.sessions(on: accessory.connectionID).first {
             throw AccessoryError(
-                .busy, "session '\(open.value.resources.name)' is open on accessory \(label); close it before a reset", operation: operation)
+                .busy, "session '\(open.name)' is open on accessory \(label); close it before a reset", operation: operation)
         }
         let device = try openForControl(accessory, operation: operation)
         expectModeSwitch(of: accessory.connectionID, for: .seconds(10))
@@ -86,8 +86,8 @@ extension AccessoryManager {
         }
         // A session of ours that holds the interface lends its claim.
         if let interface,
-            let held = sessions.first(where: { $0.key.connection == id && $0.value.resources.interfaceNumber == interface }),
-            let device = held.value.resources.device
+            let held = sessions.session(on: id, interface: interface),
+            let device = held.resources.device
         {
             return try await transfer(device, request, data, timeout: timeout, id: id)
         }

@@ -90,14 +90,10 @@ public actor AccessoryManager {
     /// ``monitorEvents()`` and ``observe(_:)``.
     private nonisolated let fanOut = SubscriberFanOut()
     private(set) var isShutDown = false
-    /// Open sessions, by connection and protocol (see AccessoryManager+Sessions.swift): what
-    /// closing each needs, and its handle weakly, so a dropped session is closed, not leaked.
-    var sessions: [SessionKey: SessionEntry] = [:]
-    /// Sessions being opened (their device I/O runs off the actor), so that a second open of
-    /// the same protocol is refused meanwhile.
-    var opening: Set<SessionKey> = []
-    /// Numbers default session names: `session-1`, `session-2`, …
-    var sessionCounter = 0
+    /// Open sessions and opens under way, by connection and protocol (see
+    /// AccessoryManager+Sessions.swift): what closing each needs, and its handle weakly, so
+    /// a dropped session is closed, not leaked.
+    var sessions = SessionTable<SessionEntry>()
     private var lastUptime: SystemUptime
     private var monitorTask: Task<Void, Never>?
     private var timerTask: Task<Void, Never>?

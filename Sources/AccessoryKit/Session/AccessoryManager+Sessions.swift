@@ -38,17 +38,17 @@ extension AccessoryManager {
             throw AccessoryError(.notFound, "accessory \(label) (connection \(id)) is not connected", operation: operation)
         }
         let key = SessionKey(connection: id, protocolName: protocolName)
-        if let holder = sessions[key] {
+        let sessionName: String
+        switch sessions.reserve(key, name: name) {
+        case .held(let holder):
             throw AccessoryError(
-                .busy, "\(protocolName) on accessory \(label) is held by session '\(holder.resources.name)'", operation: operation)
-        }
-        guard !opening.contains(key) else {
+                .busy, "\(protocolName) on accessory \(label) is held by session '\(holder.name)'", operation: operation)
+        case .beingOpened:
             throw AccessoryError(.busy, "\(protocolName) on accessory \(label) is being opened by another task", operation: operation)
+        case .reserved(let reservedName):
+            sessionName = reservedName
         }
-        opening.insert(key)
-        defer { opening.remove(key) }
-        sessionCounter += 1
-        let sessionName = name ?? "session-\(sessionCounter)"
+        defer { sessions.endReservation(key) }
 
         let prepared: PreparedSession
         do throws(AccessoryError) {
@@ -86,7 +86,7 @@ extension AccessoryManager {
             inEndpoint: prepared.inEndpoint.address, outEndpoint: prepared.outEndpoint.address,
             maxPacketSize: max(prepared.outEndpoint.packetSize, 1), manager: self, device: prepared.device,
             detachedDriver: prepared.detachedDriver, pipe: prepared.pipe, logger: configuration.logger)
-        sessions[key] = SessionEntry(handle: session, resources: session.resources)
+        sessions.open(key, SessionEntry(handle: session, resources: session.resources))
         prepared.pipe.startInput()
         configuration.logger.debug(
             "opened \(session): \(protocolName) on accessory \(label), interface \(prepared.interface), endpoints \(hexByte(prepared.outEndpoint.address)) and \(hexByte(prepared.inEndpoint.address))")
@@ -282,7 +282,7 @@ extension AccessoryManager {
 
     /// The sessions open now, in name order.
     public var openSessions: [AccessorySession] {
-        sessions.values.compactMap(\.handle).filter { !$0.isClosed }.sorted { $0.name < $1.name }
+        sessions.inNameOrder.compactMap(\.handle).filter { !$0.isClosed }
     }
 
     /// The endpoint a session streams through in one direction: the first bulk one, else
@@ -317,7 +317,7 @@ extension AccessoryManager {
 
     /// Ends every session on a connection that the manager has just disconnected.
     func endSessions(of id: ConnectionID, reason: DisconnectReason) {
-        for (key, entry) in sessions where key.connection == id {
+        for entry in sessions.sessions(on: id) {
             entry.resources.connectionEnded(reason)
         }
     }
@@ -326,7 +326,7 @@ extension AccessoryManager {
     /// close is under way too). Runs at shutdown, while the event thread still completes
     /// their transfers.
     func closeSessionsAtShutdown() async {
-        for entry in sessions.values.sorted(by: { $0.resources.name < $1.resources.name }) {
+        for entry in sessions.inNameOrder {
             configuration.logger.warning("closing session '\(entry.resources.name)' still open at shutdown")
             entry.resources.connectionEnded(.shutdown)
             await entry.resources.close(manager: self)
@@ -334,6 +334,6 @@ extension AccessoryManager {
     }
 
     func sessionDidClose(_ resources: SessionResources) {
-        if sessions[resources.key]?.resources === resources { sessions[resources.key] = nil }
+        sessions.close(resources.key) { $0.resources === resources }
     }
 }

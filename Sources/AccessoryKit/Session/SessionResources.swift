@@ -121,3 +121,8 @@ struct SessionEntry {
     weak var handle: AccessorySession?
     let resources: SessionResources
 }
+
+extension SessionEntry: SessionRecord {
+    var name: String { resources.name }
+    var interfaceNumber: UInt8 { resources.interfaceNumber }
+}
