@@ -56,12 +56,8 @@ public actor AccessoryManager {
         }
     }
 
-    /// What started a reconcile, for the log.
-    enum Trigger: String, Sendable {
-        case initial, debounced, periodic, wake, noDevice = "no-device", refresh, snapshot
-        /// The look again when an entry's wait for its LEFT event (or a NO_DEVICE's) ends.
-        case confirm
-    }
+    /// What started a reconcile, for the plan and the log.
+    typealias Trigger = ReconcileTrigger
 
     /// What the manager keeps per registered connection besides the registry entry.
     private struct Entry: Sendable {
@@ -557,14 +553,19 @@ public actor AccessoryManager {
     /// that fails changes nothing.
     @discardableResult
     private func reconcile(_ trigger: Trigger) -> Reconciler.Report {
-        // After hotplug events, only the ports they named are read; everything else is as
-        // the registry has it. Periodic, wake, confirming, initial and suspicious looks read
-        // everything (as does one whose raw truth is being recorded).
-        let partial = trigger == .debounced && !needsFullScan && isHotplugAvailable && !fanOut.isTapped
-        let ports = touchedPorts
+        // What to read and how patiently to judge: see ReconcilePlan.
+        let plan = ReconcilePlan(
+            trigger: trigger, touchedPorts: touchedPorts, needsFullScan: needsFullScan, isHotplugAvailable: isHotplugAvailable,
+            isMonitorTapped: fanOut.isTapped)
         touchedPorts.removeAll()
-        if !partial { needsFullScan = false }
-        var scan = partial ? SysfsScanner.Result(devices: ports.sorted().compactMap(host.device(named:))) : host.scan()
+        var scan: SysfsScanner.Result
+        switch plan.look {
+        case .everything:
+            needsFullScan = false
+            scan = host.scan()
+        case .ports(let ports):
+            scan = SysfsScanner.Result(devices: ports.compactMap(host.device(named:)))
+        }
         if let failure = scan.failure {
             // An unreadable sysfs is not an empty bus: evict nothing, look again later.
             logger.warning("reconcile (\(trigger.rawValue)) skipped: \(failure)")
@@ -574,21 +575,10 @@ public actor AccessoryManager {
         let now = host.uptime().monotonic
         scan.devices = policy.withoutGone(scan.devices, at: now, descriptor: \.descriptor)
         let truth = scan.devices.map(\.descriptor)
-        // A partial look speaks for the entries on its ports, and for those whose bus and
-        // address a device it found now has (a ghost elsewhere); the rest stay as they are.
-        let scope: Set<ConnectionID>? = partial ? Self.scope(of: ports, truth: truth, in: registry) : nil
-        let patient: Bool
-        switch trigger {
-        case .debounced, .periodic, .confirm, .noDevice: patient = isHotplugAvailable
-        case .initial, .wake, .refresh, .snapshot: patient = false
-        }
+        let scope = plan.scope(truth: truth, in: registry)
         var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
-        var byKey: [DeviceKey: USBDeviceInfo] = [:]
-        for info in scan.devices {
-            infos[info.descriptor] = info
-            if let key = info.descriptor.key { byKey[key] = info }
-        }
-        let judgement = policy.judge(registry, truth: truth, at: now, patient: patient, scope: scope)
+        for info in scan.devices { infos[info.descriptor] = info }
+        let judgement = policy.judge(registry, truth: truth, at: now, patient: plan.isPatient, scope: scope)
         registry.now = recordedTime ?? now
         var report = Reconciler().reconcile(
             &registry, against: HotplugPolicy.truth(truth, keeping: judgement.waiting, of: registry),
@@ -605,12 +595,8 @@ public actor AccessoryManager {
         // Entries that were kept: take the scan's fresher view (strings, configuration). A
         // hidden one that now speaks a supported protocol (its interfaces were not there
         // yet when it arrived) is shown from now on, under its first shown ID.
-        let kept = scope.map { ids in ids.compactMap { registry[$0] } } ?? registry.accessories
-        for accessory in kept {
-            guard var entry = entries[accessory.connectionID], let key = accessory.descriptor.key,
-                var fresh = byKey[key], fresh.descriptor.isSameInstance(as: accessory.descriptor),
-                fresh != entry.info
-            else { continue }
+        for (accessory, var fresh) in ReconcilePlan.refreshes(in: registry, scope: scope, scan: scan.devices, descriptor: \.descriptor) {
+            guard var entry = entries[accessory.connectionID], fresh != entry.info else { continue }
             fresh.descriptor = accessory.descriptor
             if !entry.visible, isVisible(fresh), let shown = registry.promote(accessory.connectionID) {
                 entries[accessory.connectionID] = nil
@@ -627,20 +613,6 @@ public actor AccessoryManager {
             logger.debug("reconcile (\(trigger.rawValue)): kept \(report.kept), evicted \(report.evicted), admitted \(report.admitted)")
         }
         return report
-    }
-
-    /// The entries a look at `ports` (sysfs names such as `1-3.2`) speaks for: those on the
-    /// ports, and those whose bus and address a device of `truth` now has.
-    static func scope(of ports: Set<String>, truth: [AccessoryDescriptor], in registry: ConnectionRegistry) -> Set<ConnectionID> {
-        var ids = Set<ConnectionID>()
-        for port in ports {
-            let bus = port.hasPrefix("usb") ? Int(port.dropFirst(3)) : Int(port.prefix { $0.isNumber })
-            if let bus, let entry = registry.accessory(on: PortKey(bus: bus, port: port)) { ids.insert(entry.connectionID) }
-        }
-        for d in truth {
-            if let key = d.key, let entry = registry.accessory(at: key) { ids.insert(entry.connectionID) }
-        }
-        return ids
     }
 
     /// A NO_DEVICE that sysfs has not confirmed for the whole wait: the connection stays, and
