@@ -87,7 +87,7 @@ struct StalledClockTests {
     @Test("A sleep on the clock that the test does advance, however slowly in real time, is not cut short")
     func advancedSleepIsNotCut() async throws {
         let usb = SimulatedUSB()
-        await usb.setStallLimit(.milliseconds(600))
+        await usb.setStallLimit(.seconds(2))
         let clock = usb.clock
         let sleeping = Task { () async -> Bool in
             do {
@@ -98,10 +98,12 @@ struct StalledClockTests {
             }
         }
         #expect(await usb.waitForSleepers())
-        // More real time than the limit passes in all, but each step moves the clock.
-        for _ in 0..<5 {
+        // More real time than the limit passes in all (12 × 250 ms against 2 s), but each
+        // step moves the clock; the pause is the point of the test (slow real time), and a
+        // step has 8 times its length before the limit, for a loaded machine.
+        for _ in 0..<12 {
             try await Task.sleep(for: .milliseconds(250))
-            await usb.advance(by: .seconds(1))
+            await usb.advance(by: .milliseconds(500))
         }
         #expect(await sleeping.value)
     }
