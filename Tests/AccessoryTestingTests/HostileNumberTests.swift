@@ -28,16 +28,11 @@ struct HostileNumberTests {
         Duration(secondsComponent: Int64.max, attosecondsComponent: 999_999_999_999_999_999),
     ]
 
-    /// SplitMix64: reproducible draws.
+    /// Reproducible draws of hostile numbers, from the package's own `SplitMix64`.
     struct Draws {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var generator: SplitMix64
+        init(state: UInt64) { generator = SplitMix64(seed: state) }
+        mutating func next() -> UInt64 { generator.next() }
         mutating func int() -> Int {
             switch next() % 4 {
             case 0: return HostileNumberTests.ints[Int(next() % UInt64(HostileNumberTests.ints.count))]
