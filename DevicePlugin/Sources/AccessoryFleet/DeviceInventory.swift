@@ -106,6 +106,12 @@ public struct DeviceInventory: Sendable {
         return devices != before
     }
 
+    /// The usbfs node of a device: `/dev/bus/usb/BBB/DDD`, both numbers in three digits.
+    static func devicePath(bus: Int, address: Int) -> String {
+        func three(_ n: Int) -> String { String(repeating: "0", count: max(0, 3 - String(n).count)) + String(n) }
+        return "/dev/bus/usb/\(three(bus))/\(three(address))"
+    }
+
     /// Every device seen, by ID.
     public var devices: [Device] {
         listed.map { Device(id: $0, isHealthy: current[$0] != nil) }.sorted()
@@ -114,10 +120,10 @@ public struct DeviceInventory: Sendable {
     /// The current node and identity of a healthy device.
     public func allocation(for id: String) throws(AllocationError) -> Allocation {
         guard listed.contains(id) else { throw .unknown(id) }
-        guard let accessory = current[id], let key = accessory.descriptor.key else { throw .unhealthy(id) }
+        guard let accessory = current[id], let address = accessory.descriptor.address else { throw .unhealthy(id) }
         let d = accessory.descriptor
         return Allocation(
-            deviceID: id, devicePath: key.devicePath, connectionID: accessory.connectionID,
+            deviceID: id, devicePath: Self.devicePath(bus: d.bus, address: address), connectionID: accessory.connectionID,
             bus: d.bus, port: d.port, serial: d.serial)
     }
 }
