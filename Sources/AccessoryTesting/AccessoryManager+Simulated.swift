@@ -9,7 +9,6 @@ extension AccessoryManager {
         var configuration = configuration
         configuration.clock = usb.clock
         try await self.init(configuration: configuration, host: await usb.makeHost())
-        await usb.attach(self)
     }
 }
 

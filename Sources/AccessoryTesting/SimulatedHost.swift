@@ -3,8 +3,8 @@ import AccessoryKit
 import Synchronization
 
 /// The host one manager on a ``SimulatedUSB`` sees: the simulation's OS truth and clock, and
-/// a hotplug subscription of its own. It runs the manager's due work itself
-/// (``drivesTime``), as the simulation's clock moves.
+/// a hotplug subscription of its own. The manager's timers are the simulation's
+/// (``SimulatedSystem/timers``): they run when ``SimulatedUSB/advance(by:)`` gets there.
 final class SimulatedHost: USBHost {
     let system: SimulatedSystem
     private let subscription = Locked<UInt64?>(nil)
@@ -60,7 +60,9 @@ final class SimulatedHost: USBHost {
         }
     }
 
-    var drivesTime: Bool { true }
+    func schedule(at deadline: Duration, _ work: @escaping @Sendable () async -> Void) -> HostTimer {
+        system.timers.schedule(at: deadline, work)
+    }
 
     var version: String? { "simulated" }
 }

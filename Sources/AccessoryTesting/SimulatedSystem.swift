@@ -92,6 +92,8 @@ final class SimulatedSystem: Sendable {
     }
 
     private let state = Locked(State())
+    /// The managers' timers (``SimulatedHost/schedule(at:_:)``), run by ``SimulatedUSB/advance(by:)``.
+    let timers = VirtualTimers()
 
     // MARK: The clock
 
@@ -103,8 +105,12 @@ final class SimulatedSystem: Sendable {
     /// How many tasks sleep on the clock now.
     var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
-    /// The earliest deadline a task sleeps until, if any.
-    var nextSleeperDeadline: Duration? { state.withLock { $0.sleepers.map(\.deadline).min() } }
+    /// The earliest deadline of a timer or of a task sleeping on the clock, if any.
+    var nextDeadline: Duration? {
+        let sleeper = state.withLock { $0.sleepers.map(\.deadline).min() }
+        guard let timer = timers.nextDeadline else { return sleeper }
+        return min(sleeper ?? timer, timer)
+    }
 
     /// Moves the clock to `time` (never back) and wakes the sleepers due by then.
     func setNow(_ time: Duration) {

@@ -12,11 +12,6 @@ import AccessoryKit
 /// ``clock``) in time order, and ``sleep(for:)``, which the managers see as a system sleep.
 public actor SimulatedUSB {
     let system = SimulatedSystem()
-    private var managers: [WeakManager] = []
-
-    private struct WeakManager {
-        weak var manager: AccessoryManager?
-    }
 
     /// An empty system with one bus.
     public init() {
@@ -155,19 +150,14 @@ public actor SimulatedUSB {
         let duration = Self.clamped(duration, from: system.now)
         await settle()
         let target = system.now + duration
-        while true {
-            var next = system.nextSleeperDeadline
-            for m in managers.compactMap(\.manager) {
-                if let d = await m.nextDeadline { next = min(next ?? d, d) }
-            }
-            guard let due = next, due <= target else { break }
+        while let due = system.nextDeadline, due <= target {
             system.setNow(due)
-            for m in managers.compactMap(\.manager) { await m.runDue(until: system.now) }
+            // The managers' timers run here, in deadline order; sleepers on the clock woke.
+            for work in system.timers.takeDue(by: due) { await work() }
             // Let the tasks just woken from the clock run before time moves on.
             await settle()
         }
         system.setNow(target)
-        managers.removeAll { $0.manager == nil }
     }
 
     /// Waits (by yielding, never sleeping) until at least `count` tasks sleep on ``clock``,
@@ -211,10 +201,6 @@ public actor SimulatedUSB {
     }
 
     // MARK: For managers and replays in this package
-
-    func attach(_ manager: AccessoryManager) {
-        managers.append(WeakManager(manager: manager))
-    }
 
     func makeHost() -> SimulatedHost { SimulatedHost(system: system) }
 

@@ -64,7 +64,7 @@ extension AccessoryManager {
             }
             throw error
         }
-        scheduleReconcile()
+        note(.hotplug(ports: [accessory.descriptor.port]))
     }
 
     /// One control transfer on a connected accessory, through a session's claim or a device

@@ -8,8 +8,11 @@ struct SystemUSBHost: USBHost {
     let backend: LibUSBBackend?
     /// The OS truth, read through a cache: a look at an unchanged device is one small read.
     let sysfs: SysfsCache
+    /// What the manager's timers sleep on (the configuration's clock).
+    let clock: any Clock<Duration>
 
-    init(sysfsRoot: String, protocolTable: ProtocolTable, logger: Logger, reconcileInterval: Duration) {
+    init(sysfsRoot: String, protocolTable: ProtocolTable, logger: Logger, reconcileInterval: Duration, clock: any Clock<Duration>) {
+        self.clock = clock
         do {
             backend = try LibUSBBackend(logger: logger)
         } catch {
@@ -40,7 +43,16 @@ struct SystemUSBHost: USBHost {
 
     func didHandle(_ notice: HotplugNotice) {}
 
-    var drivesTime: Bool { false }
+    func schedule(at deadline: Duration, _ work: @escaping @Sendable () async -> Void) -> HostTimer {
+        let delay = deadline - uptime().monotonic
+        let task = Task { [clock] in
+            if delay > .zero {
+                do { try await clock.sleep(for: delay) } catch { return }
+            }
+            await work()
+        }
+        return HostTimer { task.cancel() }
+    }
 
     func uptime() -> SystemUptime { SystemUptime.now() }
 

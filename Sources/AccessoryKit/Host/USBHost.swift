@@ -31,10 +31,11 @@ package protocol USBHost: Sendable {
     /// The two clocks that reveal a system sleep, read now.
     func uptime() -> SystemUptime
 
-    /// Whether the host runs the manager's due work itself (``AccessoryManager/runDue(until:)``)
-    /// as its clock moves, instead of the manager's tasks sleeping on the clock: a simulated
-    /// host, whose time moves only when a test says so.
-    var drivesTime: Bool { get }
+    /// Runs `work` once ``uptime()``'s monotonic clock reaches `deadline`, unless the timer
+    /// is cancelled first: the one way the manager waits for time. The system's host sleeps
+    /// on the configuration's clock; a simulated host runs it when its virtual clock gets
+    /// there (``VirtualTimers``).
+    func schedule(at deadline: Duration, _ work: @escaping @Sendable () async -> Void) -> HostTimer
 
     /// The host library's version, for diagnostics; `nil` where there is none.
     var version: String? { get }

@@ -92,19 +92,12 @@ public actor AccessoryManager {
     var sessions = SessionTable<SessionEntry>()
     private var lastUptime: SystemUptime
     private var monitorTask: Task<Void, Never>?
-    private var timerTask: Task<Void, Never>?
-    private var pendingReconcile: Task<Void, Never>?
-    /// When the pending reconcile and the next periodic tick fall due, on the host's
-    /// monotonic clock. The tasks above wait for them on the configuration's clock; a
-    /// simulated host runs them itself, in order, with ``runDue(until:)``.
-    private var pendingDeadline: (at: Duration, trigger: Trigger)?
-    /// The ports hotplug events named since the last reconcile: a debounced reconcile looks
-    /// at these only (a farm's storm on one port must not rescan every device).
-    private var touchedPorts: Set<String> = []
-    /// Set when something may have changed that no event named (a suspicion, a port libusb
-    /// could not name exactly): the next reconcile scans everything.
-    private var needsFullScan = false
-    private var nextTick: Duration
+    /// When to reconcile, and what the next one reads (a debounced one reads only the ports
+    /// hotplug events named: a farm's storm on one port must not rescan every device).
+    private var schedule: ReconcileSchedule
+    /// The one timer armed on the host, for the schedule's next deadline.
+    private var armed: (id: UInt64, at: Duration, timer: HostTimer)?
+    private var timersArmed: UInt64 = 0
     /// A replayed trace's time (its records' `t`): while set, the registry dates its events
     /// by it instead of the host's clock, so re-enumeration links come out as in
     /// `accessoryctl replay`.
@@ -130,7 +123,7 @@ public actor AccessoryManager {
         try configuration.validate()
         let host = SystemUSBHost(
             sysfsRoot: configuration.sysfsRoot, protocolTable: configuration.protocolTable, logger: configuration.logger,
-            reconcileInterval: configuration.reconcileInterval)
+            reconcileInterval: configuration.reconcileInterval, clock: configuration.clock)
         try await self.init(configuration: configuration, host: host)
     }
 
@@ -146,7 +139,8 @@ public actor AccessoryManager {
         let notices = try host.startMonitoring()
         self.isHotplugAvailable = notices != nil
         self.lastUptime = host.uptime()
-        self.nextTick = lastUptime.monotonic + configuration.reconcileInterval
+        self.schedule = ReconcileSchedule(
+            now: lastUptime.monotonic, interval: configuration.reconcileInterval, debounce: configuration.debounce)
 
         reconcile(.initial)
         logger.debug(
@@ -163,21 +157,13 @@ public actor AccessoryManager {
                 }
             }
         }
-        guard !host.drivesTime else { return }
-        timerTask = Task { [weak self, clock = configuration.clock, interval = configuration.reconcileInterval] in
-            while true {
-                do { try await clock.sleep(for: interval) } catch { return }
-                guard let self else { return }
-                await self.tick()
-            }
-        }
+        arm()
     }
 
     deinit {
         host.stopMonitoring()
         monitorTask?.cancel()
-        timerTask?.cancel()
-        pendingReconcile?.cancel()
+        armed?.timer.cancel()
         fanOut.finish()
     }
 
@@ -236,7 +222,7 @@ public actor AccessoryManager {
         guard !isShutDown, registry[id] != nil else { return }
         logger.debug("\(operation) on connection \(id) returned NO_DEVICE; confirming")
         policy.suspect(id, operation: operation, at: host.uptime().monotonic)
-        scheduleReconcile(.noDevice)
+        note(.noDevice)
     }
 
     /// A session's transfer found its device (maybe) gone. The manager ends `pipe` once it
@@ -258,15 +244,14 @@ public actor AccessoryManager {
     public func shutdown() async {
         guard !isShutDown else { return }
         isShutDown = true
-        timerTask?.cancel()
-        pendingReconcile?.cancel()
+        armed?.timer.cancel()
+        armed = nil
         // Sessions first: closing them needs the event thread to complete their transfers.
         await closeSessionsAtShutdown()
         host.stopMonitoring()
         deliver(registry.shutdown(), infos: [:])
         fanOut.finish()  // observers too: they may hold what holds the manager
         await monitorTask?.value
-        await timerTask?.value
         logger.debug("stopped")
     }
 
@@ -332,7 +317,7 @@ public actor AccessoryManager {
         let device = notice.descriptor
         // The next debounced reconcile reads this port. (Should libusb's chain be short, a
         // parent hub missing from its list, the periodic full scan finds the rest.)
-        touchedPorts.insert(device.port)
+        var touched = [device.port]
         let address = device.address.map(String.init) ?? "?"
         switch notice.kind {
         case .arrived:
@@ -358,7 +343,7 @@ public actor AccessoryManager {
         case .left:
             logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(address)")
             let leaving = device.key.flatMap { registry.accessory(at: $0) }
-            if let leaving { touchedPorts.insert(leaving.descriptor.port) }
+            if let leaving { touched.append(leaving.descriptor.port) }
             var port: String? = device.port
             // libusb builds the port chain from its own parent links, which can be shorter
             // than the kernel's name when a parent hub is missing from its list. When the
@@ -377,7 +362,7 @@ public actor AccessoryManager {
             }
             if let leaving, registry[leaving.connectionID] == nil { policy.markGone(leaving.descriptor, at: host.uptime().monotonic) }
         }
-        scheduleReconcile()
+        note(.hotplug(ports: touched))
     }
 
     /// What is known about an arrival: sysfs's view when sysfs still holds that instance,
@@ -405,8 +390,7 @@ public actor AccessoryManager {
         deliver(update.events, infos: arrival.map { [$0.descriptor: $0] } ?? [:])
         if let suspicion = update.suspicion {
             logger.debug("registry suspects it is out of step (\(suspicion)); reconciling")
-            needsFullScan = true
-            scheduleReconcile()
+            note(.suspicion)
         }
     }
 
@@ -475,57 +459,40 @@ public actor AccessoryManager {
         deliver(registry.apply(event).events, infos: [:])
     }
 
-    // MARK: Running due work (simulated hosts)
+    // MARK: Scheduling
 
-    /// The earliest time, on the host's monotonic clock, at which a reconcile or a periodic
-    /// tick falls due; `nil` after shutdown.
-    package var nextDeadline: Duration? {
-        guard !isShutDown else { return nil }
-        return min(pendingDeadline?.at ?? nextTick, nextTick)
+    /// Tells the schedule what happened now, and arms the host's timer for its next deadline.
+    func note(_ event: ReconcileSchedule.Event) {
+        guard !isShutDown else { return }
+        schedule.receive(event, at: host.uptime().monotonic)
+        arm()
     }
 
-    /// Runs, in time order, the reconciles and ticks due by `now`: what the waiting tasks
-    /// would do when a clock reaches `now`. A simulated host, whose clock only moves when it
-    /// is told to, calls this instead of letting tasks sleep.
-    package func runDue(until now: Duration) {
-        while !isShutDown {
-            if let pending = pendingDeadline, pending.at <= now, pending.at <= nextTick {
-                pendingReconcile?.cancel()
-                runPendingReconcile(pending.trigger)
-            } else if nextTick <= now {
-                tick()
-            } else {
-                return
+    /// Arms the host's one timer for the schedule's next deadline, unless it is armed for it.
+    private func arm() {
+        guard !isShutDown else { return }
+        let next = schedule.nextDeadline
+        if let armed, armed.at == next { return }
+        armed?.timer.cancel()
+        timersArmed &+= 1
+        let id = timersArmed
+        armed = (id, next, host.schedule(at: next) { [weak self] in await self?.fire(id) })
+    }
+
+    /// The timer `id` fell due: runs what the schedule says is due, in time order, then arms
+    /// the timer for what comes next. (The deadline counts as reached even if the host's
+    /// clock reads a little earlier: the timer slept on the configuration's clock.)
+    private func fire(_ id: UInt64) {
+        guard let fired = armed, fired.id == id else { return }
+        armed = nil
+        let now = max(fired.at, host.uptime().monotonic)
+        while !isShutDown, let action = schedule.due(at: now) {
+            switch action {
+            case .reconcile(let trigger): reconcile(trigger)
+            case .tick: tick()
             }
         }
-    }
-
-    // MARK: Reconciling
-
-    /// Runs one reconcile soon, after ``Configuration/debounce`` (or at `at`), unless one is
-    /// pending that falls due no later.
-    func scheduleReconcile(_ trigger: Trigger = .debounced, at: Duration? = nil) {
-        guard !isShutDown else { return }
-        let now = host.uptime().monotonic
-        let due = max(at ?? now + configuration.debounce, now)
-        if let pending = pendingDeadline {
-            guard due < pending.at else { return }
-            pendingReconcile?.cancel()
-            pendingReconcile = nil
-        }
-        pendingDeadline = (due, trigger)
-        guard !host.drivesTime else { return }
-        pendingReconcile = Task { [weak self, clock = configuration.clock, delay = due - now] in
-            do { try await clock.sleep(for: delay) } catch { return }
-            await self?.runPendingReconcile(trigger)
-        }
-    }
-
-    private func runPendingReconcile(_ trigger: Trigger) {
-        pendingReconcile = nil
-        pendingDeadline = nil
-        guard !isShutDown else { return }
-        reconcile(trigger)
+        arm()
     }
 
     /// The periodic tick: detects a system sleep, then reconciles.
@@ -534,7 +501,6 @@ public actor AccessoryManager {
         let now = host.uptime()
         let slept = now.sleptSince(lastUptime)
         lastUptime = now
-        nextTick = now.monotonic + configuration.reconcileInterval
         if slept > .seconds(1) {
             logger.debug("the system slept for about \(slept); reconciling")
             _ = registry.apply(.sleep)
@@ -555,13 +521,12 @@ public actor AccessoryManager {
     private func reconcile(_ trigger: Trigger) -> Reconciler.Report {
         // What to read and how patiently to judge: see ReconcilePlan.
         let plan = ReconcilePlan(
-            trigger: trigger, touchedPorts: touchedPorts, needsFullScan: needsFullScan, isHotplugAvailable: isHotplugAvailable,
-            isMonitorTapped: fanOut.isTapped)
-        touchedPorts.removeAll()
+            trigger: trigger, touchedPorts: schedule.touchedPorts, needsFullScan: schedule.needsFullScan,
+            isHotplugAvailable: isHotplugAvailable, isMonitorTapped: fanOut.isTapped)
+        schedule.reconcileBegan(readingEverything: plan.look == .everything)
         var scan: SysfsScanner.Result
         switch plan.look {
         case .everything:
-            needsFullScan = false
             scan = host.scan()
         case .ports(let ports):
             scan = SysfsScanner.Result(devices: ports.compactMap(host.device(named:)))
@@ -608,7 +573,7 @@ public actor AccessoryManager {
             entries[accessory.connectionID] = entry
         }
         for (id, operation) in judgement.falseAlarms { falseAlarm(id, operation: operation) }
-        if let at = judgement.lookAgainAt { scheduleReconcile(.confirm, at: at) }
+        if let at = judgement.lookAgainAt { note(.confirm(at: at)) }
         if !report.events.isEmpty || trigger != .periodic {
             logger.debug("reconcile (\(trigger.rawValue)): kept \(report.kept), evicted \(report.evicted), admitted \(report.admitted)")
         }

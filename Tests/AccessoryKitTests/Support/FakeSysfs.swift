@@ -77,8 +77,8 @@ final class FakeSysfs: Sendable {
 }
 
 /// A host over a fake sysfs tree, whose hotplug notices the test sends and whose clocks the
-/// test moves. It drives time (``drivesTime``): the manager's reconciles run only when the
-/// test advances the clock, so the manager tests never sleep.
+/// test moves. The manager's timers are virtual (``VirtualTimers``): its reconciles run only
+/// when the test advances the clock, so the manager tests never sleep.
 final class FakeHost: USBHost {
     private struct State {
         var scanner: SysfsScanner
@@ -89,6 +89,7 @@ final class FakeHost: USBHost {
     }
 
     private let state: Locked<State>
+    private let timers = VirtualTimers()
 
     init(sysfsRoot: String) {
         state = Locked(State(scanner: SysfsScanner(root: sysfsRoot, includeHubs: true)))
@@ -113,7 +114,9 @@ final class FakeHost: USBHost {
 
     func uptime() -> SystemUptime { clocks.now() }
 
-    var drivesTime: Bool { true }
+    func schedule(at deadline: Duration, _ work: @escaping @Sendable () async -> Void) -> HostTimer {
+        timers.schedule(at: deadline, work)
+    }
 
     func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? {
         let notices = HotplugNoticeQueue()
@@ -168,13 +171,13 @@ final class FakeHost: USBHost {
         }
     }
 
-    /// Moves the clocks on by `duration` (awake), running the manager's due reconciles and
-    /// ticks on the way, in time order.
+    /// Moves the clocks on by `duration` (awake), running the manager's timers (its due
+    /// reconciles and ticks) on the way, in time order.
     func advance(_ manager: AccessoryManager, by duration: Duration) async {
         let target = uptime().monotonic + duration
-        while let due = await manager.nextDeadline, due <= target {
+        while let due = timers.nextDeadline, due <= target {
             clocks.advance(awake: max(due - uptime().monotonic, .zero))
-            await manager.runDue(until: due)
+            for work in timers.takeDue(by: due) { await work() }
         }
         clocks.advance(awake: max(target - uptime().monotonic, .zero))
     }

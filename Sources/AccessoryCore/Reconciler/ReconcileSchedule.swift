@@ -1,0 +1,103 @@
+/// When the manager reconciles, as a state machine with no clock: it is told what happened
+/// (``Event``) and at what time, and says what is due (``Action``) when asked at a time. The
+/// manager reads the time, arms one timer for ``nextDeadline`` and runs the actions.
+///
+/// There is one pending reconcile at most (the earliest asked for wins, with its trigger)
+/// and one periodic tick, every `interval` after the last. Hotplug events name the ports the
+/// next reconcile reads; a suspicion makes it read everything.
+package struct ReconcileSchedule: Sendable, Equatable {
+    /// What the manager tells the schedule.
+    package enum Event: Sendable, Equatable {
+        /// A hotplug event named these ports: a reconcile after the debounce reads them.
+        case hotplug(ports: [String])
+        /// Something may have changed that no event named (the registry suspects it is out
+        /// of step, a reset): a reconcile after the debounce reads everything.
+        case suspicion
+        /// An operation found a device gone: a `noDevice` reconcile after the debounce.
+        case noDevice
+        /// A wait for a LEFT event (or a NO_DEVICE's) ends at `at`: look again then.
+        case confirm(at: Duration)
+    }
+
+    /// What is due.
+    package enum Action: Sendable, Equatable {
+        /// Reconcile, for this reason.
+        case reconcile(ReconcileTrigger)
+        /// The periodic tick: look for a system sleep, then reconcile.
+        case tick
+    }
+
+    /// The pending reconcile: when it falls due and why.
+    package private(set) var pending: (at: Duration, trigger: ReconcileTrigger)?
+    /// When the periodic tick falls due.
+    package private(set) var nextTick: Duration
+    /// The ports hotplug events named since the last reconcile.
+    package private(set) var touchedPorts: Set<String> = []
+    /// Whether the next reconcile must read everything.
+    package private(set) var needsFullScan = false
+    private let interval: Duration
+    private let debounce: Duration
+
+    /// A schedule whose first tick falls due `interval` after `now`.
+    package init(now: Duration, interval: Duration, debounce: Duration) {
+        self.interval = interval
+        self.debounce = debounce
+        nextTick = now + interval
+    }
+
+    /// The earliest time at which something falls due.
+    package var nextDeadline: Duration { min(pending?.at ?? nextTick, nextTick) }
+
+    /// Takes in what happened at `now`.
+    package mutating func receive(_ event: Event, at now: Duration) {
+        switch event {
+        case .hotplug(let ports):
+            touchedPorts.formUnion(ports)
+            request(.debounced, at: now + debounce, now: now)
+        case .suspicion:
+            needsFullScan = true
+            request(.debounced, at: now + debounce, now: now)
+        case .noDevice:
+            request(.noDevice, at: now + debounce, now: now)
+        case .confirm(let at):
+            request(.confirm, at: at, now: now)
+        }
+    }
+
+    /// The next action due by `now`, in time order (a reconcile due no later than the tick
+    /// first), or `nil` when nothing is. Call it until it says `nil`.
+    package mutating func due(at now: Duration) -> Action? {
+        if let p = pending, p.at <= now, p.at <= nextTick {
+            pending = nil
+            return .reconcile(p.trigger)
+        }
+        if nextTick <= now {
+            // The tick's own reconcile replaces nothing pending: the next tick is counted
+            // from this one, and a pending reconcile keeps its time.
+            nextTick = now + interval
+            return .tick
+        }
+        return nil
+    }
+
+    /// A reconcile planned from ``touchedPorts`` and ``needsFullScan`` begins: the touched
+    /// ports are its to read, and a full scan is no longer needed once it reads everything.
+    package mutating func reconcileBegan(readingEverything: Bool) {
+        touchedPorts.removeAll()
+        if readingEverything { needsFullScan = false }
+    }
+
+    /// Asks for a reconcile at `at` (never before `now`) unless one is pending that falls
+    /// due no later.
+    private mutating func request(_ trigger: ReconcileTrigger, at: Duration, now: Duration) {
+        let due = max(at, now)
+        if let p = pending, p.at <= due { return }
+        pending = (due, trigger)
+    }
+
+    package static func == (a: ReconcileSchedule, b: ReconcileSchedule) -> Bool {
+        a.pending?.at == b.pending?.at && a.pending?.trigger == b.pending?.trigger && a.nextTick == b.nextTick
+            && a.touchedPorts == b.touchedPorts && a.needsFullScan == b.needsFullScan && a.interval == b.interval
+            && a.debounce == b.debounce
+    }
+}
