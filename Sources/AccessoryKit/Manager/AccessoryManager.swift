@@ -15,52 +15,9 @@ import Logging
 /// `.connected` per ID before at most one `.disconnected`, and the disconnect of a stale ID
 /// before the connect of its successor on the same port.
 public actor AccessoryManager {
-    /// How a manager watches and filters accessories.
-    public struct Configuration: Sendable {
-        /// How often the registry is reconciled with sysfs when nothing else triggers it.
-        public var reconcileInterval: Duration
-        /// How long after a hotplug event the reconcile that follows it runs. Events in that
-        /// wait join the same reconcile, so a long storm gets one reconcile per `debounce`
-        /// (a throttle, not a wait for quiet: the registry catches up during the storm).
-        public var debounce: Duration
-        /// Only accessories speaking one of these protocols are shown, as an iOS app's
-        /// `UISupportedExternalAccessoryProtocols`; `nil` shows every accessory.
-        public var supportedProtocols: Set<String>?
-        /// Declared protocols, by VID/PID or interface class.
-        public var protocolTable: ProtocolTable
-        /// Whether hubs (root hubs included) are shown.
-        public var includeHubs: Bool
-        /// The clock for the periodic reconcile and the debounce.
-        public var clock: any Clock<Duration>
-        /// Where sysfs lists USB devices.
-        package var sysfsRoot: String
-        /// Where the manager logs; by default `accessorykit`, to whatever handler the
-        /// application bootstrapped.
-        public var logger: Logger
-
-        /// A configuration; the defaults suit most applications.
-        public init(
-            reconcileInterval: Duration = .seconds(2), debounce: Duration = .milliseconds(20),
-            supportedProtocols: Set<String>? = nil, protocolTable: ProtocolTable = .init(),
-            includeHubs: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
-            sysfsRoot: String = "/sys/bus/usb/devices", logger: Logger = Logger(label: "accessorykit")
-        ) {
-            self.reconcileInterval = reconcileInterval
-            self.debounce = debounce
-            self.supportedProtocols = supportedProtocols
-            self.protocolTable = protocolTable
-            self.includeHubs = includeHubs
-            self.clock = clock
-            self.sysfsRoot = sysfsRoot
-            self.logger = logger
-        }
-    }
-
-    /// What started a reconcile, for the plan and the log.
-    typealias Trigger = ReconcileTrigger
 
     /// What the manager keeps per registered connection besides the registry entry.
-    private struct Entry: Sendable {
+    struct Entry: Sendable {
         var info: USBDeviceInfo
         /// Hidden connections (hidden IDs, see ``ConnectionRegistry``) are not announced
         /// until a refresh shows they speak a supported protocol after all.
@@ -78,13 +35,13 @@ public actor AccessoryManager {
     /// The hardware: the OS truth, hotplug notices and devices. Sessions open devices
     /// through it.
     nonisolated let host: any USBHost
-    private let logger: Logger
+    let logger: Logger
 
-    private var registry = ConnectionRegistry()
-    private var entries: [ConnectionID: Entry] = [:]
+    var registry = ConnectionRegistry()
+    var entries: [ConnectionID: Entry] = [:]
     /// Every subscriber: ``events(includingCurrent:)``, ``updates(includingCurrent:bufferLimit:)``,
     /// ``monitorEvents()`` and ``observe(_:)``.
-    private nonisolated let fanOut = SubscriberFanOut()
+    nonisolated let fanOut = SubscriberFanOut()
     private(set) var isShutDown = false
     /// Open sessions and opens under way, by connection and protocol (see
     /// AccessoryManager+Sessions.swift): what closing each needs, and its handle weakly, so
@@ -103,13 +60,12 @@ public actor AccessoryManager {
     /// `accessoryctl replay`.
     package var recordedTime: Duration?
     /// The time the registry dates events by.
-    private var registryTime: Duration { recordedTime ?? host.uptime().monotonic }
+    var registryTime: Duration { recordedTime ?? host.uptime().monotonic }
     /// The judgement calls: instances known gone, waits for LEFT events, stale arrivals,
     /// visibility (see ``HotplugPolicy``).
-    private var policy: HotplugPolicy
-    /// The data planes of sessions whose transfers found their device gone, waiting for the
-    /// manager's verdict on their connection.
-    private var suspectPipes: [ConnectionID: [(pipe: DataPlane, sign: DeviceGoneSign, label: String)]] = [:]
+    var policy: HotplugPolicy
+    /// Sessions' data planes waiting for the verdict on a NO_DEVICE.
+    private var suspectPipes = SuspectPipes()
 
     /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
     /// devices become the first `.connected` events.
@@ -234,7 +190,7 @@ public actor AccessoryManager {
             pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label))
             return
         }
-        suspectPipes[id, default: []].append((pipe, sign, label))
+        suspectPipes.add(id, pipe: pipe, sign: sign, label: label)
         reportNoDevice(id, operation: sign.operation)
     }
 
@@ -263,127 +219,11 @@ public actor AccessoryManager {
         fanOut.monitor(first: .snapshot(connectedAccessories.map(\.descriptor)))
     }
 
-    private func tap(_ event: HotplugEvent) {
+    func tap(_ event: HotplugEvent) {
         fanOut.tap(event)
     }
 
-    // MARK: Internal API for sessions
-
-    /// Says that this manager is about to make a connection re-enumerate in a new mode (an
-    /// AOA switch, a reset) and waits `wait` for it: a successor on the port within that
-    /// links to it (``Accessory/previousConnectionID``) whatever its IDs.
-    func expectModeSwitch(of id: ConnectionID, for wait: Duration) {
-        registry.expectModeSwitch(of: id, until: host.uptime().monotonic + wait)
-    }
-
-    /// Says that this manager no longer waits for a connection's mode switch.
-    func endModeSwitch(of id: ConnectionID) {
-        registry.endModeSwitch(of: id)
-    }
-
-    /// The registry's entry for a connection, visible or not.
-    func registry(_ id: ConnectionID) -> Accessory? { registry[id] }
-
-    /// The address of a connection still in the registry (hidden or not), or `nil`.
-    func connectedAddress(of id: ConnectionID) -> Int? {
-        registry[id]?.descriptor.address
-    }
-
-    /// Opens the device behind a connection, from libusb's list or, when libusb's cache
-    /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile. (Sessions
-    /// open theirs off the actor, in `prepareSession`; the hardware tests use this.)
-    func openDevice(_ id: ConnectionID) throws(AccessoryError) -> any USBDeviceConnection {
-        guard let entry = entries[id], let accessory = registry[id], let address = accessory.descriptor.address else {
-            throw AccessoryError(.notFound, "no accessory is connected with connection ID \(id)", operation: "open")
-        }
-        do {
-            return try host.open(
-                bus: accessory.descriptor.bus, address: address, vendor: entry.info.descriptor.vendor,
-                product: entry.info.descriptor.product)
-        } catch {
-            if error.code.disconnectReason != nil { reportNoDevice(id, operation: error.operation ?? "open") }
-            throw error
-        }
-    }
-
-    // MARK: Event handling
-
-    private func handle(_ notices: [HotplugNotice]) {
-        for notice in notices { handle(notice) }
-    }
-
-    private func handle(_ notice: HotplugNotice) {
-        guard !isShutDown else { return }
-        let device = notice.descriptor
-        // The next debounced reconcile reads this port. (Should libusb's chain be short, a
-        // parent hub missing from its list, the periodic full scan finds the rest.)
-        var touched = [device.port]
-        let address = device.address.map(String.init) ?? "?"
-        switch notice.kind {
-        case .arrived:
-            let (info, superseded, fromSysfs) = arrivalInfo(notice)
-            logger.trace("hotplug: arrived \(info.descriptor.port) bus \(device.bus) address \(address)")
-            guard !superseded else {
-                // A late event from a backlog (a storm): a newer instance holds the port in
-                // sysfs, so this one is gone and its LEFT follows. Applying the add would
-                // evict the live instance as replaced. The recording still gets it.
-                logger.debug("hotplug: arrival of \(info.descriptor.port) address \(address) is stale; a newer instance holds the port")
-                policy.skipped(device)
-                if isVisible(info) { tap(.added(info.descriptor)) }
-                break
-            }
-            policy.arrived(info.descriptor)
-            // A serial the device has (its descriptor names one) but that sysfs could not
-            // give yet: hold the announcement until the next reconcile reads sysfs again,
-            // so that its identity is its serial and not its port (storms).
-            let serialPending = !fromSysfs && info.descriptor.serial == nil
-                && (info.deviceDescriptor?.serialNumberIndex ?? 0) != 0
-            if serialPending { logger.debug("hotplug: \(info.descriptor.port) address \(address) arrived without its serial; announcing it once sysfs has it") }
-            apply(.added(info.descriptor), arrival: info, shown: !serialPending)
-        case .left:
-            logger.trace("hotplug: left \(device.port) bus \(device.bus) address \(address)")
-            let leaving = device.key.flatMap { registry.accessory(at: $0) }
-            if let leaving { touched.append(leaving.descriptor.port) }
-            var port: String? = device.port
-            // libusb builds the port chain from its own parent links, which can be shorter
-            // than the kernel's name when a parent hub is missing from its list. When the
-            // entry at this address is the same device, match on the address alone.
-            if !notice.portIsExact, let leaving, leaving.descriptor.vendor == device.vendor, leaving.descriptor.product == device.product {
-                port = nil
-            }
-            let removal = notice.removal ?? DeviceRemoval(bus: device.bus, address: device.address, port: port)
-            if leaving == nil, policy.isLeftOfSkippedArrival(device) {
-                // The registry never held it: nothing to remove, no tombstone (which would
-                // drop the next instance given this address) and nothing to suspect (in a
-                // farm's storm, a full scan each). The recording still gets it.
-                tap(.removed(removal))
-            } else {
-                apply(.removed(removal))
-            }
-            if let leaving, registry[leaving.connectionID] == nil { policy.markGone(leaving.descriptor, at: host.uptime().monotonic) }
-        }
-        note(.hotplug(ports: touched))
-    }
-
-    /// What is known about an arrival: sysfs's view when sysfs still holds that instance,
-    /// else what the notice says; and whether sysfs shows a newer instance on its port (sysfs
-    /// changes before the kernel sends the event, so it is never older than an event).
-    private func arrivalInfo(_ notice: HotplugNotice) -> (info: USBDeviceInfo, superseded: Bool, fromSysfs: Bool) {
-        let device = notice.descriptor
-        // One directory, not a full scan: in a storm the device is often gone already, and
-        // the debounced reconcile that follows catches up anyway.
-        let live = host.device(named: device.port)
-        let verdict = HotplugPolicy.judge(arrival: device, livePort: live?.descriptor)
-        if verdict == .live, let live { return (live, false, true) }
-        let superseded = verdict == .stale
-        var info = USBDeviceInfo(
-            descriptor: device, deviceClass: notice.record?.device.deviceClass ?? 0,
-            deviceDescriptor: notice.record?.device, configuration: notice.record?.configuration, speed: notice.record?.speed)
-        if notice.record != nil { info.descriptor.protocols = configuration.protocolTable.protocols(for: info) }
-        return (info, superseded, false)
-    }
-
-    private func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil, shown: Bool = true) {
+    func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil, shown: Bool = true) {
         if arrival.map(isVisible) ?? true { tap(event) }
         registry.now = registryTime
         let update = registry.apply(event, isShown: { _ in shown && (arrival.map(isVisible) ?? true) })
@@ -397,7 +237,7 @@ public actor AccessoryManager {
     /// Sends the visible notifications to every subscriber and keeps ``entries`` in step.
     /// - Returns: the notifications that were sent.
     @discardableResult
-    private func deliver(_ events: [AccessoryEvent], infos: [AccessoryDescriptor: USBDeviceInfo]) -> [AccessoryEvent] {
+    func deliver(_ events: [AccessoryEvent], infos: [AccessoryDescriptor: USBDeviceInfo]) -> [AccessoryEvent] {
         var sent: [AccessoryEvent] = []
         for event in events {
             switch event {
@@ -412,9 +252,7 @@ public actor AccessoryManager {
             case .disconnected(let accessory, let reason):
                 endSessions(of: accessory.connectionID, reason: reason)
                 policy.forget(accessory.connectionID)
-                if let pipes = suspectPipes.removeValue(forKey: accessory.connectionID) {
-                    for p in pipes { p.pipe.fail(AccessorySession.disconnectedError(reason, label: p.label)) }
-                }
+                suspectPipes.disconnected(accessory.connectionID, reason: reason)
                 guard entries.removeValue(forKey: accessory.connectionID)?.visible == true else { continue }
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
@@ -424,39 +262,8 @@ public actor AccessoryManager {
         return sent
     }
 
-    private func isVisible(_ info: USBDeviceInfo) -> Bool {
+    func isVisible(_ info: USBDeviceInfo) -> Bool {
         policy.isVisible(info.descriptor, isHub: info.isHub)
-    }
-
-    // MARK: Hooks for simulated hosts and trace replay
-
-    /// Calls `observer` with every notification as it is sent, synchronously, in order:
-    /// what a replay collects without racing a stream.
-    package func observe(_ observer: @escaping @Sendable (AccessoryEvent) -> Void) {
-        fanOut.observe(observer)
-    }
-
-    /// Reconciles with the host's OS truth taken as authoritative, as a trace's `snapshot`
-    /// is: no instance counts as dead for lagging behind its LEFT event, and no entry waits
-    /// for one.
-    package func reconcileWithAuthoritativeTruth() {
-        guard !isShutDown else { return }
-        policy.forgetGone()
-        reconcile(.snapshot)
-    }
-
-    /// Dates the registry's events by a replayed trace's time (`nil`: the host's clock again).
-    package func setRecordedTime(_ time: Duration?) {
-        recordedTime = time
-    }
-
-    /// Applies a recorded `sleep`, `wake` or `overflow` to the registry, as a replay does:
-    /// the registry suspects itself; the next snapshot reconciles it.
-    package func applyRecorded(_ event: HotplugEvent) {
-        guard !isShutDown else { return }
-        tap(event)
-        registry.now = registryTime
-        deliver(registry.apply(event).events, infos: [:])
     }
 
     // MARK: Scheduling
@@ -518,7 +325,7 @@ public actor AccessoryManager {
     /// wait for their LEFT events (``HotplugPolicy/judge(_:truth:at:patient:)``); a scan
     /// that fails changes nothing.
     @discardableResult
-    private func reconcile(_ trigger: Trigger) -> Reconciler.Report {
+    func reconcile(_ trigger: ReconcileTrigger) -> Reconciler.Report {
         // What to read and how patiently to judge: see ReconcilePlan.
         let plan = ReconcilePlan(
             trigger: trigger, touchedPorts: schedule.touchedPorts, needsFullScan: schedule.needsFullScan,
@@ -586,43 +393,6 @@ public actor AccessoryManager {
         let device = registry[id].map { "bus \($0.descriptor.bus) address \($0.descriptor.address.map(String.init) ?? "?")" } ?? "the device"
         logger.warning(
             "\(operation) on connection \(id) reported the device gone, but sysfs still lists it (\(device)); keeping the connection. Is its device node missing (a container given a stale --device)?")
-        for p in suspectPipes.removeValue(forKey: id) ?? [] {
-            p.pipe.fail(AccessoryError(
-                .io,
-                "\(p.sign.operation) on accessory \(p.label) returned \(p.sign.seen), but sysfs still lists the accessory (\(device)); its device node may be missing or unusable",
-                operation: p.sign.operation))
-        }
+        suspectPipes.falseAlarm(id, device: device)
     }
-}
-
-/// Runs `body` with a started ``AccessoryManager``, and shuts the manager down afterwards,
-/// whether `body` returns or throws.
-public func withAccessoryManager<R: Sendable>(
-    configuration: AccessoryManager.Configuration = .init(),
-    isolation: isolated (any Actor)? = #isolation,
-    _ body: (AccessoryManager) async throws -> R
-) async throws -> R {
-    try await AccessoryManager(configuration: configuration).run(body)
-}
-
-extension AccessoryManager {
-    /// Runs `body` with this manager, then shuts it down, whether `body` returns or throws.
-    package func run<R: Sendable>(
-        isolation: isolated (any Actor)? = #isolation, _ body: (AccessoryManager) async throws -> R
-    ) async throws -> R {
-        let result: R
-        do {
-            result = try await body(self)
-        } catch {
-            await shutdown()
-            throw error
-        }
-        await shutdown()
-        return result
-    }
-}
-
-extension Reconciler.Report {
-    /// A report of nothing done.
-    static var none: Reconciler.Report { Reconciler.Report() }
 }

@@ -1,0 +1,45 @@
+import AccessoryCore
+import Logging
+
+extension AccessoryManager {
+    /// How a manager watches and filters accessories.
+    public struct Configuration: Sendable {
+        /// How often the registry is reconciled with sysfs when nothing else triggers it.
+        public var reconcileInterval: Duration
+        /// How long after a hotplug event the reconcile that follows it runs. Events in that
+        /// wait join the same reconcile, so a long storm gets one reconcile per `debounce`
+        /// (a throttle, not a wait for quiet: the registry catches up during the storm).
+        public var debounce: Duration
+        /// Only accessories speaking one of these protocols are shown, as an iOS app's
+        /// `UISupportedExternalAccessoryProtocols`; `nil` shows every accessory.
+        public var supportedProtocols: Set<String>?
+        /// Declared protocols, by VID/PID or interface class.
+        public var protocolTable: ProtocolTable
+        /// Whether hubs (root hubs included) are shown.
+        public var includeHubs: Bool
+        /// The clock for the periodic reconcile and the debounce.
+        public var clock: any Clock<Duration>
+        /// Where sysfs lists USB devices.
+        package var sysfsRoot: String
+        /// Where the manager logs; by default `accessorykit`, to whatever handler the
+        /// application bootstrapped.
+        public var logger: Logger
+
+        /// A configuration; the defaults suit most applications.
+        public init(
+            reconcileInterval: Duration = .seconds(2), debounce: Duration = .milliseconds(20),
+            supportedProtocols: Set<String>? = nil, protocolTable: ProtocolTable = .init(),
+            includeHubs: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
+            sysfsRoot: String = "/sys/bus/usb/devices", logger: Logger = Logger(label: "accessorykit")
+        ) {
+            self.reconcileInterval = reconcileInterval
+            self.debounce = debounce
+            self.supportedProtocols = supportedProtocols
+            self.protocolTable = protocolTable
+            self.includeHubs = includeHubs
+            self.clock = clock
+            self.sysfsRoot = sysfsRoot
+            self.logger = logger
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import AccessoryCore
+
+/// What simulated hosts and trace replays need besides the public API.
+extension AccessoryManager {
+    // MARK: Hooks for simulated hosts and trace replay
+
+    /// Calls `observer` with every notification as it is sent, synchronously, in order:
+    /// what a replay collects without racing a stream.
+    package func observe(_ observer: @escaping @Sendable (AccessoryEvent) -> Void) {
+        fanOut.observe(observer)
+    }
+
+    /// Reconciles with the host's OS truth taken as authoritative, as a trace's `snapshot`
+    /// is: no instance counts as dead for lagging behind its LEFT event, and no entry waits
+    /// for one.
+    package func reconcileWithAuthoritativeTruth() {
+        guard !isShutDown else { return }
+        policy.forgetGone()
+        reconcile(.snapshot)
+    }
+
+    /// Dates the registry's events by a replayed trace's time (`nil`: the host's clock again).
+    package func setRecordedTime(_ time: Duration?) {
+        recordedTime = time
+    }
+
+    /// Applies a recorded `sleep`, `wake` or `overflow` to the registry, as a replay does:
+    /// the registry suspects itself; the next snapshot reconciles it.
+    package func applyRecorded(_ event: HotplugEvent) {
+        guard !isShutDown else { return }
+        tap(event)
+        registry.now = registryTime
+        deliver(registry.apply(event).events, infos: [:])
+    }
+
+}
