@@ -1,6 +1,5 @@
 import AccessoryCore
 import AccessoryKit
-import Dispatch
 import Synchronization
 
 /// What a ``SimulatedUSB`` and the hosts of the managers on it share: the OS truth, the
@@ -30,18 +29,18 @@ final class SimulatedSystem: Sendable {
         var instance: UInt64
     }
 
-    private struct Subscriber {
+    struct Subscriber {
         var notices: HotplugNoticeQueue
         var pending: Int
     }
 
-    private struct Sleeper {
+    struct Sleeper {
         var id: UInt64
         var deadline: Duration
         var continuation: CheckedContinuation<Void, any Error>
     }
 
-    private struct State {
+    struct State {
         var now: Duration = .zero
         var asleep: Duration = .zero
         var devices: [Device] = []
@@ -91,7 +90,7 @@ final class SimulatedSystem: Sendable {
         }
     }
 
-    private let state = Locked(State())
+    let state = Locked(State())
     /// The managers' timers (``SimulatedHost/schedule(at:_:)``), run by ``SimulatedUSB/advance(by:)``.
     let timers = VirtualTimers()
 
@@ -158,64 +157,23 @@ final class SimulatedSystem: Sendable {
         }
     }
 
-    // MARK: The watchdog
-
-    /// How long tasks may sleep on the clock with nothing happening in the simulation, in
-    /// real time, before they fail.
-    var stallLimit: Duration {
-        get { state.withLock { $0.stallLimit } }
-        set { state.withLock { $0.stallLimit = newValue } }
-    }
-
-    /// Says that something happened: the watchdog gives sleepers another ``stallLimit``.
-    func noteActivity() {
-        state.withLock { $0.activity &+= 1 }
-    }
-
-    /// Starts the watchdog unless it runs; it stops once nobody sleeps on the clock.
-    private func startWatchdog() {
-        let (start, seen) = state.withLock { s in
-            defer { s.watchdogRunning = true }
-            return (!s.watchdogRunning, s.activity)
+    /// The simulation's owner is gone, so nothing can move the clock again: every sleeper
+    /// fails now with an error that says so (a sleeping task holds the clock, and so this
+    /// system, which holds its continuation: without this they would keep each other), and
+    /// the timers are dropped.
+    func end() {
+        let (sleepers, now) = state.withLock { s in
+            defer { s.sleepers.removeAll() }
+            return (s.sleepers, s.now)
         }
-        if start { watch(seen: seen, since: .now) }
-    }
-
-    /// Looks again a little later: fails the sleepers if nothing happened since `since`
-    /// (when the activity count was `seen`) for ``stallLimit``.
-    private func watch(seen: UInt64, since: ContinuousClock.Instant) {
-        let limit = stallLimit
-        let step = min(limit / 4, .milliseconds(500))
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(step / .nanoseconds(1)))) { [weak self] in
-            guard let self else { return }
-            let looked = ContinuousClock.now
-            let (stuck, next, now): ([Sleeper]?, (UInt64, ContinuousClock.Instant)?, Duration) = state.withLock { s in
-                if s.sleepers.isEmpty {
-                    s.watchdogRunning = false
-                    return (nil, nil, s.now)
-                }
-                if s.activity != seen { return (nil, (s.activity, looked), s.now) }
-                guard since.duration(to: looked) >= s.stallLimit else { return (nil, (seen, since), s.now) }
-                let stuck = s.sleepers
-                s.sleepers.removeAll()
-                s.watchdogRunning = false
-                return (stuck, nil, s.now)
-            }
-            for sleeper in stuck ?? [] {
-                sleeper.continuation.resume(throwing: Self.stalled(until: sleeper.deadline, now: now, limit: limit))
-            }
-            if let next { watch(seen: next.0, since: next.1) }
+        timers.removeAll()
+        for sleeper in sleepers {
+            sleeper.continuation.resume(throwing: AccessoryError(
+                .timeout,
+                "this call waits on the simulated clock until \(sleeper.deadline) (it is at \(now)), and the SimulatedUSB that "
+                    + "owns the clock is gone: keep it while calls wait on its clock",
+                operation: "simulated clock"))
         }
-    }
-
-    /// What a sleep on a clock that nothing moves ends with.
-    static func stalled(until deadline: Duration, now: Duration, limit: Duration) -> AccessoryError {
-        AccessoryError(
-            .timeout,
-            "this call waits on the simulated clock until \(deadline) (it is at \(now)), and nothing has moved the clock "
-                + "for \(limit) of real time: only SimulatedUSB.advance(by:) moves it. Run the call in a task "
-                + "(let call = Task { ... }), call usb.advance(by:) while it waits, then await call.value",
-            operation: "simulated clock")
     }
 
     // MARK: Work in flight
@@ -396,56 +354,6 @@ final class SimulatedSystem: Sendable {
         state.withLock { s in _ = s.claims[instance]?.remove(interface) }
     }
 
-
-    // MARK: Android Open Accessory
-
-    /// Sets who re-enumerates a phone that received START.
-    func setModeSwitchHandler(_ handler: @escaping @Sendable (UInt64) -> Void) {
-        state.withLock { $0.onModeSwitch = handler }
-    }
-
-    /// The AOA strings an instance holds, indices 0–5 (`nil`: never sent).
-    func androidStrings(instance: UInt64) -> [String?] {
-        state.withLock { $0.androidStrings[instance] ?? Array(repeating: nil, count: 6) }
-    }
-
-    /// Hands the strings of one instance to its successor in accessory mode.
-    func copyAndroidStrings(from old: UInt64, to new: UInt64) {
-        state.withLock { s in s.androidStrings[new] = s.androidStrings[old] }
-    }
-
-    /// A phone's answer to an AOA request (vendor, to the device), or `nil` for any other
-    /// request, which its responder answers. GET_PROTOCOL (51) says 2 and clears the
-    /// strings; SEND_STRING (52) stores index 0–5; START (53) on a phone switches it.
-    func androidControl(
-        instance: UInt64, role: SimulatedAccessory.AndroidRole, _ request: ControlRequest, _ data: [UInt8]?
-    ) -> SimulatedResponder.ControlReply? {
-        guard request.kind == .vendor, request.recipient == .device else { return nil }
-        switch request.request {
-        case 51 where data == nil:
-            state.withLock { $0.androidStrings[instance] = nil }
-            return .data([2, 0])
-        case 52 where data != nil:
-            guard request.index <= 5, let data, data.count <= 256 else { return .stall }
-            let text = String(decoding: data.prefix { $0 != 0 }, as: UTF8.self)
-            state.withLock { s in
-                var strings = s.androidStrings[instance] ?? Array(repeating: nil, count: 6)
-                strings[Int(request.index)] = text
-                s.androidStrings[instance] = strings
-            }
-            return .accept
-        case 53 where data != nil:
-            if role == .phone, let handler = state.withLock({ $0.onModeSwitch }) { handler(instance) }
-            return .accept
-        default:
-            return .stall
-        }
-    }
-
-    /// Whether a request is AOA's START (53).
-    static func isStart(_ request: ControlRequest, _ data: [UInt8]?) -> Bool {
-        request.kind == .vendor && request.recipient == .device && request.request == 53 && data != nil
-    }
 
     static func freePort(bus: Int, taken: Set<String>) -> String {
         var n = 1

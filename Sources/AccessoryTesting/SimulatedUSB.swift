@@ -26,6 +26,10 @@ public actor SimulatedUSB {
         }
     }
 
+    deinit {
+        system.end()
+    }
+
     /// The Android Open Accessory strings (indices 0–5, `nil` for one never sent) that
     /// `device`, an ``SimulatedAccessory/androidPhone(serial:product:responder:)`` or the
     /// accessory-mode instance it became, received; `[]` when it is not there.

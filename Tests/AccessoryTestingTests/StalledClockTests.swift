@@ -41,6 +41,30 @@ struct StalledClockTests {
         #expect(error.message.contains("Task {"), "\(error)", sourceLocation: sourceLocation)
     }
 
+    @Test("A sleep on the clock of a SimulatedUSB the test let go of ends at once, saying so, instead of keeping the simulation alive")
+    func releasedSimulationEndsItsSleepers() async throws {
+        var usb: SimulatedUSB? = SimulatedUSB()
+        let clock = usb!.clock
+        weak let released = usb
+        let sleeping = Task { () -> AccessoryError? in
+            do {
+                try await clock.sleep(for: .seconds(60))
+                return nil
+            } catch {
+                return error as? AccessoryError
+            }
+        }
+        #expect(await usb!.waitForSleepers(1))
+        let started = ContinuousClock.now
+        usb = nil
+        let error = await sleeping.value
+        #expect(released == nil, "nothing else holds the simulation")
+        #expect(error?.code == .timeout)
+        #expect(error?.message.contains("is gone") == true, "\(String(describing: error))")
+        // Well before the 8 s watchdog, which would also end it.
+        #expect(started.duration(to: .now) < .seconds(4))
+    }
+
     @Test("switchToAccessoryMode awaited inline on a device that never re-enumerates ends with the fix, not a hang")
     func inlineSwitch() async throws {
         let usb = SimulatedUSB()
