@@ -45,7 +45,8 @@ struct LiveCLITests {
         let added = try SimulatorControl.plug("1209:00b3:SLOW").id
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.accessoryctl)
-        process.arguments = ["watch", "--json", "--backlog", "16"] + Self.interval
+        // -v: the manager logs each connection on stderr as it takes it, whatever the printer does.
+        process.arguments = ["watch", "--json", "--backlog", "16", "-v"] + Self.interval
         let pipe = Pipe()  // not read until the storm is over: the pipe fills, lines back up
         process.standardOutput = pipe
         process.standardError = try FileHandle(forWritingTo: errURL)
@@ -57,10 +58,9 @@ struct LiveCLITests {
         try #require(output.read { $0.contains("\"serial\":\"SLOW\"") }, "watch never listed SLOW")
         let stormed = try SimulatorControl.ctl("storm", added, "600")  // 1,200 lines: about three pipes' worth
         let after = try SimulatorControl.plug("1209:00b4:AFTER").id
-        // TODO(issue 26, item 6): still a wait for time. It gives watch's manager the time to
-        // take the storm while nobody reads, so that its backlog overflows; no condition
-        // outside the process shows that it has (the pipe does not fill: see the report).
-        usleep(1_000_000)
+        // Nobody reads until watch's manager has taken the whole storm and AFTER, which came
+        // after it: its log says so (the printer is still stuck on the full pipe).
+        #expect(pollUntil(timeout: .seconds(30)) { ((try? String(contentsOf: errURL, encoding: .utf8)) ?? "").contains("1209:00b4") })
         output.start()
         // watch says it fell behind when its printer reaches the gap.
         #expect(pollUntil(timeout: .seconds(15)) { ((try? String(contentsOf: errURL, encoding: .utf8)) ?? "").contains("fell behind") })
