@@ -2,7 +2,7 @@
 /// (``SimulatedUSB/advance(by:)``), and a sleep on it ends when the simulation reaches its
 /// deadline (or when the sleeping task is cancelled). A manager on the simulation uses it, so
 /// a test never waits in real time. A sleep that nothing can end (nothing happens in the
-/// simulation for 8 s of real time) throws an ``AccessoryKit/AccessoryError`` with code
+/// simulation for 8 s of real time) throws an `AccessoryError` with code
 /// `.timeout` that says to advance the clock, instead of hanging the test.
 public struct SimulatedClock: Clock, Sendable {
     /// A point on the virtual clock.

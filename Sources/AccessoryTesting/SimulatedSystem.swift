@@ -160,10 +160,13 @@ final class SimulatedSystem: Sendable {
     /// The simulation's owner is gone, so nothing can move the clock again: every sleeper
     /// fails now with an error that says so (a sleeping task holds the clock, and so this
     /// system, which holds its continuation: without this they would keep each other), and
-    /// the timers are dropped.
+    /// the timers and the mode-switch handler are dropped.
     func end() {
         let (sleepers, now) = state.withLock { s in
-            defer { s.sleepers.removeAll() }
+            defer {
+                s.sleepers.removeAll()
+                s.onModeSwitch = nil  // it holds this system: a cycle otherwise
+            }
             return (s.sleepers, s.now)
         }
         timers.removeAll()

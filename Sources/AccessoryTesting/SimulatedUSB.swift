@@ -2,11 +2,11 @@ import AccessoryCore
 import AccessoryKit
 
 /// A simulated USB system, in process, on a virtual clock: the OS truth and the hotplug
-/// source of the managers started on it with ``AccessoryManager/init(configuration:usb:)``
+/// source of the managers started on it with `AccessoryManager.init(configuration:usb:)`
 /// or ``withAccessoryManager(configuration:usb:isolation:_:)``.
 ///
 /// Hotplug is delivered as the kernel would, but deterministically: ``plug(_:port:)``,
-/// ``unplug(_:silently:)`` and ``replug(_:silently:)`` return once every manager on the
+/// ``unplug(_:silently:leftEventDelay:)`` and ``replug(_:silently:)`` return once every manager on the
 /// simulation has handled their events. Time moves only with ``advance(by:)``, which runs
 /// everything that falls due (debounced and periodic reconciles, confirmations, sleeps on
 /// ``clock``) in time order, and ``sleep(for:)``, which the managers see as a system sleep.

@@ -3,7 +3,7 @@ import AccessoryTraces
 import AccessoryKit
 import Synchronization
 
-/// A recorded hotplug trace, played through a real ``AccessoryManager`` on a
+/// A recorded hotplug trace, played through a real `AccessoryManager` on a
 /// ``SimulatedUSB``: the trace's `add` and `remove` records are hotplug notices, its
 /// `snapshot` records are the OS truth at that moment (the manager reconciles at each), and
 /// its `sleep`, `wake` and `overflow` records reach the registry as they do in a replay. Once
@@ -19,7 +19,7 @@ public struct TraceReplay: Sendable {
     public let warnings: [TraceWarning]
 
     /// Reads a trace file.
-    /// - Throws: ``TraceError`` naming the file, the line and the reason.
+    /// - Throws: `TraceError` naming the file, the line and the reason.
     public init(path: String) throws(TraceError) {
         let contents = try TraceReader.readAll(path: path)
         records = contents.records

@@ -132,7 +132,9 @@ public struct ConnectionRegistry: Sendable {
 
     /// Applies one monitor event. A `.snapshot` is reconciled with a default ``Reconciler``.
     ///
-    /// - Parameter isShown: whether an added device is shown; a hidden one gets a hidden ID.
+    /// - Parameters:
+    ///   - event: what the monitor saw.
+    ///   - isShown: whether an added device is shown; a hidden one gets a hidden ID.
     public mutating func apply(_ event: HotplugEvent, isShown: (AccessoryDescriptor) -> Bool = { _ in true }) -> Update {
         var update = Update()
         update.suspicion = apply(event, isShown: isShown, into: &update.events)

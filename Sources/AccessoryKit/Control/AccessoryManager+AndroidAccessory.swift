@@ -13,7 +13,7 @@ extension AccessoryManager {
 
     /// Switches an Android phone into accessory mode (Android Open Accessory 2) and returns
     /// the accessory it becomes once it has re-enumerated: 18d1:2d00–2d05 on the same port
-    /// at a new address, a new connection whose ``Accessory/previousConnectionID`` names the
+    /// at a new address, a new connection whose `Accessory.previousConnectionID` names the
     /// phone's. Its interface 0 speaks ``ProtocolRule/androidAccessoryProtocol``.
     ///
     /// The sequence is the one real hosts use: GET_PROTOCOL (51; the phone must say 1 or 2),
@@ -24,6 +24,8 @@ extension AccessoryManager {
     /// phone already in accessory mode is returned as it is.
     ///
     /// - Parameters:
+    ///   - phone: the phone, connected in its own mode (or already in accessory mode).
+    ///   - identity: what the accessory says it is: the six AOA strings.
     ///   - wait: how long to wait for the phone to come back in accessory mode.
     /// - Throws: ``AccessoryError``: `.protocolNotSupported` when the device is not an AOA
     ///   device (GET_PROTOCOL stalls) or says protocol version 0; `.timeout` when it does not

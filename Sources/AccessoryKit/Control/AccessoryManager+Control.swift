@@ -35,7 +35,7 @@ extension AccessoryManager {
 
     /// Resets the accessory's device (`libusb_reset_device`, a USB port reset). A device
     /// whose descriptors are unchanged keeps its connection; one that re-enumerates within
-    /// 10 s comes back as a new connection whose ``Accessory/previousConnectionID`` names
+    /// 10 s comes back as a new connection whose `Accessory.previousConnectionID` names
     /// this one.
     ///
     /// - Throws: `.busy` while a session of this process is open on the accessory (close it

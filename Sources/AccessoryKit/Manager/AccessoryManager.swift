@@ -5,13 +5,13 @@ import Logging
 /// disconnect notifications: `EAAccessoryManager` for Linux, without ghosts.
 ///
 /// The manager subscribes to libusb hotplug events first, then takes a sysfs snapshot, so
-/// no attach falls in between. Hotplug events drive a ``ConnectionRegistry``; reconciles
+/// no attach falls in between. Hotplug events drive a `ConnectionRegistry`; reconciles
 /// against a fresh sysfs scan evict ghosts and admit devices whose events were lost. A
 /// reconcile runs shortly after hotplug events (one per ``Configuration/debounce``), every
 /// ``Configuration/reconcileInterval``, after the system has slept, when the registry
-/// suspects it is out of step, on ``reportNoDevice(_:operation:)`` and on ``refresh()``.
+/// suspects it is out of step, when a transfer finds a device gone and on ``refresh()``.
 ///
-/// Every connection gets a fresh ``ConnectionID``. A subscriber sees exactly one
+/// Every connection gets a fresh `ConnectionID`. A subscriber sees exactly one
 /// `.connected` per ID before at most one `.disconnected`, and the disconnect of a stale ID
 /// before the connect of its successor on the same port.
 public actor AccessoryManager {

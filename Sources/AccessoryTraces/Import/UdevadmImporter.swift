@@ -13,7 +13,7 @@ import Foundation
 /// - Only USB devices count: `DEVTYPE=usb_device`, or without `DEVTYPE` a path ending in a
 ///   port chain such as `1-1.4`. Root hubs, interfaces, other subsystems and other actions
 ///   are skipped.
-/// - The kernel's copy of an event and udev's copy of it become one record (``UdevadmPairing``). A `KERNEL` event
+/// - The kernel's copy of an event and udev's copy of it become one record (`UdevadmPairing`). A `KERNEL` event
 ///   pairs with the next `UDEV` event of the same action and path that comes before another
 ///   `KERNEL` event of that action and path (and has the same `SEQNUM`, when both have one);
 ///   a copy whose partner was cut from the log is kept alone. The pair's properties are

@@ -1,5 +1,5 @@
 import AccessoryCore
-/// Replays a trace through a ``ConnectionRegistry``, as TRACE-FORMAT.md's replay semantics
+/// Replays a trace through a `ConnectionRegistry`, as TRACE-FORMAT.md's replay semantics
 /// say: records are applied in file order, every snapshot is reconciled, and once the trace
 /// ends the registry is reconciled against the last snapshot if events came after it.
 ///
@@ -28,7 +28,7 @@ public struct TraceReplayer: Sendable {
     }
 
     /// Applies one record and returns the notifications it caused, in delivery order.
-    /// The record's `t` is the registry's ``ConnectionRegistry/now``, for re-enumeration links.
+    /// The record's `t` is the registry's `ConnectionRegistry.now`, for re-enumeration links.
     public mutating func apply(_ record: TraceRecord) -> [AccessoryEvent] {
         if let time = record.time { registry.now = time }
         return apply(record.event)
