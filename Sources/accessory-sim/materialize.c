@@ -38,10 +38,26 @@ static char *iface_syspath(const Instance *inst, unsigned int slot)
     return g_strdup_printf("%s/%s", inst->syspath, inst->ifnames[slot]);
 }
 
+/* The name of udev's record of the node in /dev/.node: bus_usb_BBB_DDD. */
+static char *node_record_name(const Instance *inst)
+{
+    char *name = g_strdup(inst->devnode + strlen("/dev/"));
+    g_strdelimit(name, "/", '_');
+    return name;
+}
+
+/* An interface's modalias (its uevent's MODALIAS and its modalias attribute). */
+static char *interface_modalias(const guint8 *d, const guint8 *intf)
+{
+    return g_strdup_printf("usb:v%04Xp%04Xd%04Xdc%02Xdsc%02Xdp%02Xic%02Xisc%02Xip%02Xin%02X", le16(d + 8),
+                           le16(d + 10), le16(d + 12), d[4], d[5], d[6], intf[5], intf[6], intf[7], intf[2]);
+}
+
 static void write_interface_uevent(const Instance *inst, unsigned int slot, const char *ifdir)
 {
     const guint8 *d = desc_bytes(inst);
     const guint8 *intf = interface_desc(inst, slot);
+    char *modalias = interface_modalias(d, intf);
     GString *u = g_string_new(NULL);
     if (inst->kdriver[slot])
         g_string_append_printf(u, "DRIVER=%s\n", inst->kdriver[slot]);
@@ -49,28 +65,25 @@ static void write_interface_uevent(const Instance *inst, unsigned int slot, cons
     g_string_append_printf(u, "PRODUCT=%x/%x/%x\n", le16(d + 8), le16(d + 10), le16(d + 12));
     g_string_append_printf(u, "TYPE=%d/%d/%d\n", d[4], d[5], d[6]);
     g_string_append_printf(u, "INTERFACE=%d/%d/%d\n", intf[5], intf[6], intf[7]);
-    g_string_append_printf(u, "MODALIAS=usb:v%04Xp%04Xd%04Xdc%02Xdsc%02Xdp%02Xic%02Xisc%02Xip%02Xin%02X\n",
-                           le16(d + 8), le16(d + 10), le16(d + 12), d[4], d[5], d[6],
-                           intf[5], intf[6], intf[7], intf[2]);
+    g_string_append_printf(u, "MODALIAS=%s\n", modalias);
     char *path = g_build_filename(ifdir, "uevent", NULL);
     tb_write_file(path, u->str, u->len);
     g_free(path);
     g_string_free(u, TRUE);
+    g_free(modalias);
 }
 
 static void write_driver_link(const char *ifpath, const char *ifdir, const char *driver)
 {
-    char *link = g_build_filename(ifdir, "driver", NULL);
     if (driver) {
         char *up = tb_up_to_sys(ifpath);
-        char *target = g_strdup_printf("%sbus/usb/drivers/%s", up, driver);
-        tb_make_link(target, link);
-        g_free(target);
+        tb_link(ifdir, "driver", "%sbus/usb/drivers/%s", up, driver);
         g_free(up);
     } else {
+        char *link = g_build_filename(ifdir, "driver", NULL);
         tb_raw_unlink(link, 0);
+        g_free(link);
     }
-    g_free(link);
 }
 
 void materialize_driver_link(Instance *inst, int slot, const char *driver)
@@ -83,22 +96,14 @@ void materialize_driver_link(Instance *inst, int slot, const char *driver)
     g_free(ifpath);
 }
 
-/* Writes the device into the testbed. The sysfs directory is built aside and
- * renamed into place, so a scan never sees half a device; the
- * /sys/bus/usb/devices links, which make it enumerable, come last. */
-static void write_device(Instance *inst)
+/* The device's own attributes, its binary descriptors and its links, in dir. */
+static void write_device_attributes(const Instance *inst, const char *dir)
 {
     const guint8 *d = desc_bytes(inst);
-    gsize dlen = g_bytes_get_size(inst->descriptors);
     const guint8 *cfg = d + 18;
     int minor = minor_of(inst);
-    char *dir = g_strdup_printf("%s/.staging/%s", sim.root, inst->port);
-    char *final_dir = tb_path(inst->syspath);
     char *up = tb_up_to_sys(inst->syspath);
-    char *target, *path;
 
-    tb_remove_tree(dir);
-    tb_mkdir_p(dir);
     tb_attr(dir, "uevent",
          "MAJOR=189\nMINOR=%d\nDEVNAME=bus/usb/%03d/%03d\nDEVTYPE=usb_device\nDRIVER=usb\n"
          "PRODUCT=%x/%x/%x\nTYPE=%d/%d/%d\nBUSNUM=%03d\nDEVNUM=%03d\n",
@@ -140,70 +145,98 @@ static void write_device(Instance *inst)
         tb_attr(dir, "product", "%s\n", inst->strings[d[15]]);
     if (d[16] && inst->strings[d[16]])
         tb_attr(dir, "serial", "%s\n", inst->strings[d[16]]);
-    path = g_build_filename(dir, "descriptors", NULL);
-    tb_write_file(path, d, dlen);
+    char *path = g_build_filename(dir, "descriptors", NULL);
+    tb_write_file(path, d, g_bytes_get_size(inst->descriptors));
     g_free(path);
-    target = g_strdup_printf("%sbus/usb", up);
-    path = g_build_filename(dir, "subsystem", NULL);
-    tb_make_link(target, path);
-    g_free(path);
-    g_free(target);
-    target = g_strdup_printf("%sbus/usb/drivers/usb", up);
-    path = g_build_filename(dir, "driver", NULL);
-    tb_make_link(target, path);
-    g_free(path);
-    g_free(target);
+    tb_link(dir, "subsystem", "%sbus/usb", up);
+    tb_link(dir, "driver", "%sbus/usb/drivers/usb", up);
+    g_free(up);
+}
 
-    /* the interfaces */
-    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
-        const guint8 *intf = interface_desc(inst, slot);
-        char *ifpath = iface_syspath(inst, slot);
-        char *ifdir = g_build_filename(dir, inst->ifnames[slot], NULL);
-        char *ifup = tb_up_to_sys(ifpath);
-        tb_mkdir_p(ifdir);
-        write_interface_uevent(inst, slot, ifdir);
-        tb_attr(ifdir, "bInterfaceNumber", "%02x\n", intf[2]);
-        tb_attr(ifdir, "bAlternateSetting", "%2d\n", intf[3]);
-        tb_attr(ifdir, "bNumEndpoints", "%02x\n", intf[4]);
-        tb_attr(ifdir, "bInterfaceClass", "%02x\n", intf[5]);
-        tb_attr(ifdir, "bInterfaceSubClass", "%02x\n", intf[6]);
-        tb_attr(ifdir, "bInterfaceProtocol", "%02x\n", intf[7]);
-        if (intf[8] && inst->strings[intf[8]])
-            tb_attr(ifdir, "interface", "%s\n", inst->strings[intf[8]]);
-        tb_attr(ifdir, "modalias", "usb:v%04Xp%04Xd%04Xdc%02Xdsc%02Xdp%02Xic%02Xisc%02Xip%02Xin%02X\n",
-             le16(d + 8), le16(d + 10), le16(d + 12), d[4], d[5], d[6], intf[5], intf[6],
-             intf[7], intf[2]);
-        target = g_strdup_printf("%sbus/usb", ifup);
-        path = g_build_filename(ifdir, "subsystem", NULL);
-        tb_make_link(target, path);
-        g_free(path);
-        g_free(target);
-        if (inst->kdriver[slot])
-            write_driver_link(ifpath, ifdir, inst->kdriver[slot]);
-        g_free(ifup);
-        g_free(ifdir);
-        g_free(ifpath);
-    }
+/* One interface's directory below the device's directory dir. */
+static void write_interface(const Instance *inst, unsigned int slot, const char *dir)
+{
+    const guint8 *d = desc_bytes(inst);
+    const guint8 *intf = interface_desc(inst, slot);
+    char *ifpath = iface_syspath(inst, slot);
+    char *ifdir = g_build_filename(dir, inst->ifnames[slot], NULL);
+    char *ifup = tb_up_to_sys(ifpath);
+    char *modalias = interface_modalias(d, intf);
+    tb_mkdir_p(ifdir);
+    write_interface_uevent(inst, slot, ifdir);
+    tb_attr(ifdir, "bInterfaceNumber", "%02x\n", intf[2]);
+    tb_attr(ifdir, "bAlternateSetting", "%2d\n", intf[3]);
+    tb_attr(ifdir, "bNumEndpoints", "%02x\n", intf[4]);
+    tb_attr(ifdir, "bInterfaceClass", "%02x\n", intf[5]);
+    tb_attr(ifdir, "bInterfaceSubClass", "%02x\n", intf[6]);
+    tb_attr(ifdir, "bInterfaceProtocol", "%02x\n", intf[7]);
+    if (intf[8] && inst->strings[intf[8]])
+        tb_attr(ifdir, "interface", "%s\n", inst->strings[intf[8]]);
+    tb_attr(ifdir, "modalias", "%s\n", modalias);
+    tb_link(ifdir, "subsystem", "%sbus/usb", ifup);
+    if (inst->kdriver[slot])
+        write_driver_link(ifpath, ifdir, inst->kdriver[slot]);
+    g_free(modalias);
+    g_free(ifup);
+    g_free(ifdir);
+    g_free(ifpath);
+}
 
-    /* the /dev node (usbfs shows the descriptors) and its major:minor for
-     * the preload's stat() emulation, before the device becomes visible */
+/* The /dev node (usbfs shows the descriptors) and its major:minor for the
+ * preload's stat() emulation. */
+static void write_node(const Instance *inst)
+{
     char *node = tb_path(inst->devnode);
     char *nodedir = g_path_get_dirname(node);
     tb_mkdir_p(nodedir);
-    tb_write_file(node, d, dlen);
-    char *infodir = tb_path("/dev/.node");
-    tb_mkdir_p(infodir);
-    char *info = g_strdup(inst->devnode + strlen("/dev/"));
-    g_strdelimit(info, "/", '_');
-    path = g_build_filename(infodir, info, NULL);
-    target = g_strdup_printf("189:%d", minor);
-    tb_make_link(target, path);
-    g_free(target);
-    g_free(path);
-    g_free(info);
-    g_free(infodir);
+    tb_write_file(node, desc_bytes(inst), g_bytes_get_size(inst->descriptors));
+    char *recorddir = tb_path("/dev/.node");
+    char *record = node_record_name(inst);
+    tb_mkdir_p(recorddir);
+    tb_link(recorddir, record, "189:%d", minor_of(inst));
+    g_free(record);
+    g_free(recorddir);
     g_free(nodedir);
     g_free(node);
+}
+
+/* The links that make a device in place enumerable: /sys/dev/char, then
+ * /sys/bus/usb/devices for the device and its interfaces. */
+static void list_device(const Instance *inst)
+{
+    char *chardir = tb_path("/sys/dev/char");
+    char *devno = g_strdup_printf("189:%d", minor_of(inst));
+    tb_mkdir_p(chardir);
+    tb_link(chardir, devno, "../..%s", inst->syspath + strlen("/sys"));
+    g_free(devno);
+    g_free(chardir);
+
+    char *busdir = tb_path("/sys/bus/usb/devices");
+    tb_mkdir_p(busdir);
+    tb_link(busdir, inst->port, "../../..%s", inst->syspath + strlen("/sys"));
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
+        char *ifpath = iface_syspath(inst, slot);
+        tb_link(busdir, inst->ifnames[slot], "../../..%s", ifpath + strlen("/sys"));
+        g_free(ifpath);
+    }
+    g_free(busdir);
+}
+
+/* Writes the device into the testbed. The sysfs directory is built aside and
+ * renamed into place, so a scan never sees half a device; the /dev node is
+ * there before the device becomes visible, and the /sys/bus/usb/devices
+ * links, which make it enumerable, come last. */
+static void write_device(Instance *inst)
+{
+    char *dir = g_strdup_printf("%s/.staging/%s", sim.root, inst->port);
+    char *final_dir = tb_path(inst->syspath);
+
+    tb_remove_tree(dir);
+    tb_mkdir_p(dir);
+    write_device_attributes(inst, dir);
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++)
+        write_interface(inst, slot, dir);
+    write_node(inst);
 
     /* into place */
     char *parent = g_path_get_dirname(final_dir);
@@ -211,37 +244,8 @@ static void write_device(Instance *inst)
     g_free(parent);
     if (rename(dir, final_dir) < 0)
         g_printerr("accessory-sim: cannot move %s into place: %s\n", dir, g_strerror(errno));
+    list_device(inst);
 
-    char *chardir = tb_path("/sys/dev/char");
-    tb_mkdir_p(chardir);
-    target = g_strdup_printf("../..%s", inst->syspath + strlen("/sys"));
-    char *name = g_strdup_printf("189:%d", minor);
-    path = g_build_filename(chardir, name, NULL);
-    tb_make_link(target, path);
-    g_free(path);
-    g_free(name);
-    g_free(target);
-    g_free(chardir);
-
-    char *busdir = tb_path("/sys/bus/usb/devices");
-    tb_mkdir_p(busdir);
-    target = g_strdup_printf("../../..%s", inst->syspath + strlen("/sys"));
-    path = g_build_filename(busdir, inst->port, NULL);
-    tb_make_link(target, path);
-    g_free(path);
-    g_free(target);
-    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
-        char *ifpath = iface_syspath(inst, slot);
-        target = g_strdup_printf("../../..%s", ifpath + strlen("/sys"));
-        path = g_build_filename(busdir, inst->ifnames[slot], NULL);
-        tb_make_link(target, path);
-        g_free(path);
-        g_free(target);
-        g_free(ifpath);
-    }
-    g_free(busdir);
-
-    g_free(up);
     g_free(final_dir);
     g_free(dir);
 }
@@ -250,29 +254,31 @@ static void write_device(Instance *inst)
 void materialize_remove_node(Instance *inst)
 {
     tb_unlink(inst->devnode);
-    char *info = g_strdup(inst->devnode + strlen("/dev/"));
-    g_strdelimit(info, "/", '_');
-    char *rel = g_strdup_printf("/dev/.node/%s", info);
+    char *record = node_record_name(inst);
+    char *rel = g_strdup_printf("/dev/.node/%s", record);
     tb_unlink(rel);
     g_free(rel);
-    g_free(info);
+    g_free(record);
 }
 
-static void unlink_interface_links(Instance *inst)
+static void unlink_bus_link(const char *name)
 {
-    for (unsigned int slot = 0; slot < inst->nifaces; slot++) {
-        char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->ifnames[slot]);
-        tb_unlink(rel);
-        g_free(rel);
-    }
+    char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", name);
+    tb_unlink(rel);
+    g_free(rel);
+}
+
+/* Out of /sys/bus/usb/devices: the interfaces' links, then the device's. */
+static void unlink_bus_links(Instance *inst)
+{
+    for (unsigned int slot = 0; slot < inst->nifaces; slot++)
+        unlink_bus_link(inst->ifnames[slot]);
+    unlink_bus_link(inst->port);
 }
 
 void materialize_unlist(Instance *inst)
 {
-    unlink_interface_links(inst);
-    char *rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->port);
-    tb_unlink(rel);
-    g_free(rel);
+    unlink_bus_links(inst);
     materialize_remove_node(inst);
 }
 
@@ -292,10 +298,7 @@ void materialize_detach(Instance *inst, gboolean silent)
         }
         sim_uevent(inst->syspath, "remove");
     }
-    unlink_interface_links(inst);
-    rel = g_strdup_printf("/sys/bus/usb/devices/%s", inst->port);
-    tb_unlink(rel);
-    g_free(rel);
+    unlink_bus_links(inst);
     char *dir = tb_path(inst->syspath);
     tb_trash_tree(dir);
     g_free(dir);
@@ -345,7 +348,6 @@ void materialize_host_controller(int bus)
     char *name = topology_hcd_name(bus);
     char *dir = tb_path(hcd);
     char *up = tb_up_to_sys(hcd);
-    char *target, *path;
 
     tb_mkdir_p(dir);
     tb_attr(dir, "uevent",
@@ -354,23 +356,11 @@ void materialize_host_controller(int bus)
     tb_attr(dir, "vendor", "0x8086\n");
     tb_attr(dir, "device", "0xa36d\n");
     tb_attr(dir, "class", "0x0c0330\n");
-    target = g_strdup_printf("%sbus/pci", up);
-    path = g_build_filename(dir, "subsystem", NULL);
-    tb_make_link(target, path);
-    g_free(path);
-    g_free(target);
-    target = g_strdup_printf("%sbus/pci/drivers/xhci_hcd", up);
-    path = g_build_filename(dir, "driver", NULL);
-    tb_make_link(target, path);
-    g_free(path);
-    g_free(target);
+    tb_link(dir, "subsystem", "%sbus/pci", up);
+    tb_link(dir, "driver", "%sbus/pci/drivers/xhci_hcd", up);
     char *busdir = tb_path("/sys/bus/pci/devices");
     tb_mkdir_p(busdir);
-    target = g_strdup_printf("../../..%s", hcd + strlen("/sys"));
-    path = g_build_filename(busdir, name, NULL);
-    tb_make_link(target, path);
-    g_free(path);
-    g_free(target);
+    tb_link(busdir, name, "../../..%s", hcd + strlen("/sys"));
     g_free(busdir);
     g_free(up);
     g_free(dir);

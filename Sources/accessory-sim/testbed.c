@@ -107,24 +107,44 @@ void tb_write_file(const char *path, const void *data, gsize len)
     syscall(SYS_close, fd);
 }
 
-void tb_attr(const char *dir, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *value = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    char *path = g_build_filename(dir, name, NULL);
-    tb_write_file(path, value, strlen(value));
-    g_free(path);
-    g_free(value);
-}
-
-void tb_make_link(const char *target, const char *path)
+/* A symlink PATH -> TARGET, replacing what was there. */
+static void make_link(const char *target, const char *path)
 {
     if (tb_raw_unlink(path, 0) < 0 && errno != ENOENT)
         g_printerr("accessory-sim: cannot remove %s: %s\n", path, g_strerror(errno));
     if (syscall(SYS_symlinkat, target, AT_FDCWD, path) < 0)
         g_printerr("accessory-sim: cannot link %s: %s\n", path, g_strerror(errno));
+}
+
+/* DIR/NAME from a printf-formatted text: a file holding it (tb_attr) or a
+ * symlink to it (tb_link). */
+static void G_GNUC_PRINTF(4, 0)
+    make_formatted(gboolean as_link, const char *dir, const char *name, const char *fmt, va_list ap)
+{
+    char *text = g_strdup_vprintf(fmt, ap);
+    char *path = g_build_filename(dir, name, NULL);
+    if (as_link)
+        make_link(text, path);
+    else
+        tb_write_file(path, text, strlen(text));
+    g_free(path);
+    g_free(text);
+}
+
+void tb_attr(const char *dir, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    make_formatted(FALSE, dir, name, fmt, ap);
+    va_end(ap);
+}
+
+void tb_link(const char *dir, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    make_formatted(TRUE, dir, name, fmt, ap);
+    va_end(ap);
 }
 
 /* "../" repeated once per path component below /sys of a /sys/... path. */

@@ -23,8 +23,8 @@ void tb_trash_tree(const char *path);
 void tb_write_file(const char *path, const void *data, gsize len);
 /* Writes DIR/NAME with a printf-formatted value. */
 void tb_attr(const char *dir, const char *name, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-/* A symlink PATH -> TARGET, replacing what was there. */
-void tb_make_link(const char *target, const char *path);
+/* A symlink DIR/NAME -> a printf-formatted target, replacing what was there. */
+void tb_link(const char *dir, const char *name, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 /* "../" repeated once per path component below /sys of a /sys/... path. */
 char *tb_up_to_sys(const char *syspath);
 

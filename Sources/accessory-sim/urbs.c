@@ -236,6 +236,11 @@ void usbfs_vanish(Instance *inst)
 
 
 
+gboolean endpoint_exists(Instance *inst, guint8 ep)
+{
+    return inst->config == 1 && endpoint_info(inst, ep).exists;
+}
+
 gboolean *halt_flag(Instance *inst, guint ep)
 {
     if (inst->root_hub)
@@ -265,9 +270,6 @@ void clear_interface_halts(Instance *inst, unsigned int slot)
     }
 }
 
-/* Handles one control request. Returns the number of bytes of data for an
- * IN request (at most wLength, written to data), 0 for OUT, or -EPIPE for a
- * stall. */
 /* ---- bulk -------------------------------------------------------------------- */
 
 /* Takes an OUT URB's data into the FIFO and completes it. */

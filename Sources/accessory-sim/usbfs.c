@@ -1,8 +1,10 @@
 /*
  * accessory-sim: usbdevfs emulation behind each /dev/bus/usb/BBB/DDD node.
- * This file is the handler and one function per ioctl; URBs and the bulk
- * engine are in urbs.c, clients and claims in clients.c, control requests
- * in ch9.c, and the device's kind decides what is not generic (kinds.c).
+ * This file is the handler, its table of ioctls, and one function per ioctl
+ * on the device and its interfaces; the ioctls that move data (SUBMITURB,
+ * DISCARDURB, REAPURB, CONTROL) are in transfers.c, URBs and the bulk
+ * engine in urbs.c, clients and claims in clients.c, control requests in
+ * ch9.c, and the device's kind decides what is not generic (kinds.c).
  *
  * umockdev forwards every ioctl of a client (one open file descriptor) to
  * the "handle-ioctl" signal of the handler attached to the node; that runs
@@ -20,7 +22,6 @@
 #include "usbfs_internal.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -43,135 +44,7 @@ static unsigned int read_uint(UMockdevIoctlData *arg, gboolean *ok)
     return v;
 }
 
-static gboolean endpoint_exists(Instance *inst, guint8 ep)
-{
-    return inst->config == 1 && endpoint_info(inst, ep).exists;
-}
-
-static void ioctl_submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong req, UMockdevIoctlData *arg)
-{
-    (void)req;
-    UMockdevIoctlData *d = resolve(arg, 0, sizeof(struct usbdevfs_urb));
-    if (!d) {
-        fail(ioc, EFAULT);
-        return;
-    }
-    struct usbdevfs_urb *u = (struct usbdevfs_urb *)d->data;
-    if (u->buffer_length < 0) {
-        g_object_unref(d);
-        fail(ioc, EINVAL);
-        return;
-    }
-    Urb *r = g_new0(Urb, 1);
-    r->client = c;
-    r->urbd = d;
-    r->addr = d->client_addr;
-    r->type = u->type;
-    r->ep = u->endpoint;
-    r->flags = u->flags;
-    r->len = (gsize)u->buffer_length;
-    if (r->len > 0) {
-        r->buf = resolve(d, offsetof(struct usbdevfs_urb, buffer), r->len);
-        if (!r->buf) {
-            urb_free(r);
-            fail(ioc, EFAULT);
-            return;
-        }
-    }
-    inst->urbs++;
-
-    switch (r->type) {
-    case USBDEVFS_URB_TYPE_CONTROL: {
-        if ((r->ep & 0x7f) != 0) {
-            urb_free(r);
-            fail(ioc, ENOENT);
-            return;
-        }
-        guint8 *b = r->len >= 8 ? r->buf->data : NULL;
-        if (!b || r->len < 8 + (gsize)(b[6] | b[7] << 8)) {
-            urb_free(r); /* like usbfs: the setup packet and wLength bytes of data */
-            fail(ioc, EINVAL);
-            return;
-        }
-        if ((b[6] | b[7] << 8) > SIM_CTRL_MAX) {
-            /* The kernel's submit path takes more, but libusb never submits it
-             * (MAX_CTRL_BUFFER_LENGTH): a client that does must not pass here
-             * and fail on hardware. */
-            urb_free(r);
-            fail(ioc, EINVAL);
-            return;
-        }
-        /* Complete the ioctl before touching the data buffer, so that the
-         * submit does not copy it back to the client; the reap will. */
-        inst->control_urbs++;
-        reply(ioc, 0, 0);
-        int n = usbfs_control(inst, b, b + 8, r->len - 8);
-        urb_done(r, n < 0 ? n : 0, n < 0 ? 0 : (gsize)n);
-        return;
-    }
-    case USBDEVFS_URB_TYPE_BULK:
-    case USBDEVFS_URB_TYPE_INTERRUPT: {
-        /* usbfs's order (proc_do_submiturb): the endpoint must exist (ENOENT),
-         * the interface that owns it is claimed (implicitly, or EBUSY), then the
-         * type: an INTERRUPT URB needs an interrupt endpoint (EINVAL); a BULK URB
-         * on an interrupt endpoint runs as an interrupt transfer. */
-        if (!endpoint_exists(inst, r->ep)) {
-            urb_free(r);
-            fail(ioc, ENOENT);
-            return;
-        }
-        EndpointInfo info = endpoint_info(inst, r->ep);
-        int err = check_claim(inst, c, info.slot);
-        if (err) {
-            urb_free(r);
-            fail(ioc, err);
-            return;
-        }
-        if (r->type == USBDEVFS_URB_TYPE_INTERRUPT && !info.interrupt) {
-            urb_free(r);
-            fail(ioc, EINVAL);
-            return;
-        }
-        if (info.interrupt)
-            inst->interrupt_urbs++;
-        else
-            inst->bulk_urbs++;
-        reply(ioc, 0, 0);
-        bulk_submit(inst, r);
-        return;
-    }
-    default:
-        urb_free(r);
-        fail(ioc, EINVAL);
-        return;
-    }
-}
-
-static gboolean discard_from(GQueue *q, Client *c, gulong addr)
-{
-    for (GList *l = q->head; l; l = l->next) {
-        Urb *r = l->data;
-        if (r->client == c && r->addr == addr) {
-            g_queue_delete_link(q, l);
-            urb_done(r, -ENOENT, r->actual);
-            return TRUE;
-        }
-    }
-    return FALSE;
-}
-
-static void ioctl_discard_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong req, UMockdevIoctlData *arg)
-{
-    (void)req;
-    gulong addr = *(gulong *)arg->data; /* the argument is the URB pointer itself */
-    if (discard_from(&inst->in_pending, c, addr) || discard_from(&inst->out_pending, c, addr) ||
-        discard_from(&inst->parked, c, addr)) {
-        reply(ioc, 0, 0);
-        pump(inst); /* a discarded NAKed OUT may unblock others */
-    } else {
-        fail(ioc, EINVAL);
-    }
-}
+/* ---- one function per ioctl (worker thread, sim.lock held) ------------------- */
 
 /* USBDEVFS_IOCTL: the pretend kernel driver of an interface (DISCONNECT, CONNECT). */
 static void ioctl_ioctl(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong req, UMockdevIoctlData *arg)
@@ -214,22 +87,6 @@ static void ioctl_ioctl(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gul
     }
 }
 
-
-/* ---- one function per ioctl (worker thread, sim.lock held) ------------------- */
-
-/* REAPURB, REAPURBNDELAY: they work after a disconnect too. */
-static void ioctl_reap(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong req, UMockdevIoctlData *arg)
-{
-    (void)arg;
-    if (c->completed.length > 0)
-        deliver(c);
-    else if (inst->gone)
-        fail(ioc, ENODEV);
-    else if (req == USBDEVFS_REAPURBNDELAY)
-        fail(ioc, EAGAIN);
-    else
-        c->reap_waiting = TRUE; /* answered by urb_done() */
-}
 
 /* Every other ioctl on a gone device: ENODEV (a release still drops the claim). */
 static void ioctl_gone(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong req, UMockdevIoctlData *arg)
@@ -459,38 +316,6 @@ static void ioctl_disconnect_claim(Instance *inst, Client *c, UMockdevIoctlClien
         reply(ioc, 0, 0);
 }
 
-static void ioctl_control(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong req, UMockdevIoctlData *arg)
-{
-    (void)c, (void)req;
-    UMockdevIoctlData *d = resolve(arg, 0, sizeof(struct usbdevfs_ctrltransfer));
-    if (!d) {
-        fail(ioc, EFAULT);
-        return;
-    }
-    struct usbdevfs_ctrltransfer *ct = (struct usbdevfs_ctrltransfer *)d->data;
-    if (ct->wLength > SIM_CTRL_MAX) {
-        g_object_unref(d); /* as proc_control: at most a page */
-        fail(ioc, EINVAL);
-        return;
-    }
-    guint8 setup[8] = {ct->bRequestType, ct->bRequest, (guint8)(ct->wValue & 0xff), (guint8)(ct->wValue >> 8),
-                       (guint8)(ct->wIndex & 0xff), (guint8)(ct->wIndex >> 8), (guint8)(ct->wLength & 0xff),
-                       (guint8)(ct->wLength >> 8)};
-    UMockdevIoctlData *data = NULL;
-    if (ct->wLength > 0 && !(data = resolve(d, offsetof(struct usbdevfs_ctrltransfer, data), ct->wLength))) {
-        g_object_unref(d);
-        fail(ioc, EFAULT);
-        return;
-    }
-    int n = usbfs_control(inst, setup, data ? data->data : NULL, data ? (gsize)data->data_len : 0);
-    g_clear_object(&data);
-    g_object_unref(d);
-    if (n < 0)
-        fail(ioc, -n);
-    else
-        reply(ioc, n, 0);
-}
-
 /* USBDEVFS_CONNINFO_EX(len): its number carries the caller's struct size. */
 static gboolean is_conninfo_ex(gulong req)
 {
@@ -525,8 +350,6 @@ static void ioctl_conninfo_ex(Instance *inst, Client *c, UMockdevIoctlClient *io
     g_object_unref(d);
     reply(ioc, 0, 0);
 }
-
-typedef void IoctlFn(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong req, UMockdevIoctlData *arg);
 
 static const struct {
     gulong req;

@@ -1,6 +1,6 @@
 /*
  * accessory-sim: the usbdevfs emulation behind each /dev/bus/usb/BBB/DDD
- * node (usbfs.c, with urbs.c, clients.c and ch9.c).
+ * node (usbfs.c, with transfers.c, urbs.c, clients.c and ch9.c).
  */
 #ifndef ACCESSORY_SIM_USBFS_H
 #define ACCESSORY_SIM_USBFS_H

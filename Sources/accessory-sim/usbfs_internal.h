@@ -1,6 +1,6 @@
 /*
  * accessory-sim: what the usbdevfs handler's files share (urbs.c, clients.c,
- * ch9.c, usbfs.c). Worker thread, sim.lock held, unless noted.
+ * ch9.c, transfers.c, usbfs.c). Worker thread, sim.lock held, unless noted.
  */
 #ifndef ACCESSORY_SIM_USBFS_INTERNAL_H
 #define ACCESSORY_SIM_USBFS_INTERNAL_H
@@ -54,6 +54,8 @@ void usbfs_fail_all(Instance *inst);
 /* Surprise removal from within a transfer (fault unplug-after): reported
  * upward through the vanish handler, on the main context. */
 void usbfs_vanish(Instance *inst);
+/* The endpoint is in the active configuration (none while unconfigured). */
+gboolean endpoint_exists(Instance *inst, guint8 ep);
 /* The halt flag of an endpoint, or NULL for one that has none. */
 gboolean *halt_flag(Instance *inst, guint ep);
 /* SET_INTERFACE (and SET_CONFIGURATION for all): the interface's endpoints
@@ -74,5 +76,15 @@ int check_claim(Instance *inst, Client *c, unsigned int ifno);
 /* ch9.c: one control transfer: the bytes of an IN data stage written to data
  * (at most wLength and avail), an OUT data stage's length, or -EPIPE for a stall. */
 int usbfs_control(Instance *inst, const guint8 *setup, guint8 *data, gsize avail);
+
+/* One usbdevfs ioctl of client c: it completes the ioctl (reply or fail), or
+ * leaves it pending (a blocking REAPURB); usbfs.c's table picks it by req. */
+typedef void IoctlFn(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong req, UMockdevIoctlData *arg);
+
+/* transfers.c: the ioctls that move data */
+IoctlFn ioctl_submit_urb;  /* SUBMITURB: checks, then runs a control URB at once or starts a bulk one */
+IoctlFn ioctl_discard_urb; /* DISCARDURB: a pending URB completes with -ENOENT */
+IoctlFn ioctl_reap;        /* REAPURB, REAPURBNDELAY: they work after a disconnect too */
+IoctlFn ioctl_control;     /* CONTROL: a synchronous control transfer */
 
 #endif
