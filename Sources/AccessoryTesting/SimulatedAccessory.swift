@@ -101,7 +101,7 @@ extension SimulatedAccessory {
 }
 
 extension SimulatedAccessory: Hashable {
-    /// Equal IDs, strings and protocols. The responder is behaviour, not identity, so it is not
+    /// Equal IDs, strings, protocols and Android role. The responder is behaviour, not identity, so it is not
     /// compared.
     public static func == (lhs: SimulatedAccessory, rhs: SimulatedAccessory) -> Bool {
         lhs.vendor == rhs.vendor && lhs.product == rhs.product && lhs.serial == rhs.serial && lhs.protocols == rhs.protocols

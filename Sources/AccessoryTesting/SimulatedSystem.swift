@@ -4,7 +4,7 @@ import Synchronization
 
 /// What a ``SimulatedUSB`` and the hosts of the managers on it share: the OS truth, the
 /// virtual clock and its sleepers, the hotplug subscribers with what each has yet to
-/// handle, and the work the simulation has handed off and not yet seen end. One `Mutex`
+/// handle, and the work the simulation has handed off and not yet seen end. One lock (`Locked`)
 /// guards it all; continuations are resumed after it is released.
 ///
 /// A watchdog ends sleeps on the clock that nothing can end: when tasks sleep on it and

@@ -72,62 +72,63 @@ struct ReconcileScheduleTests {
         #expect(s.nextTick == .seconds(13))
     }
 
-    /// The manager's scheduling before this type, as it was written there: one pending
-    /// deadline kept if no later, a tick every interval, due work run in time order.
-    struct Model {
-        var pending: (at: Duration, trigger: ReconcileTrigger)?
-        var nextTick: Duration
-
-        mutating func request(_ trigger: ReconcileTrigger, at: Duration?, now: Duration) {
-            let due = max(at ?? now + ReconcileScheduleTests.debounce, now)
-            if let p = pending, !(due < p.at) { return }
-            pending = (due, trigger)
-        }
-
-        mutating func runDue(until now: Duration) -> [ReconcileSchedule.Action] {
-            var out: [ReconcileSchedule.Action] = []
-            while true {
-                if let p = pending, p.at <= now, p.at <= nextTick {
-                    pending = nil
-                    out.append(.reconcile(p.trigger))
-                } else if nextTick <= now {
-                    nextTick = now + ReconcileScheduleTests.interval
-                    out.append(.tick)
-                } else {
-                    return out
-                }
-            }
-        }
-    }
-
-    @Test("Random events and looks: the same actions, in the same order, as the manager's scheduling before it became a value")
-    func matchesTheOldScheduling() {
+    @Test("Random events and looks: nothing is due early, nothing asked for is forgotten, and ports and suspicions reach the next reconcile")
+    func randomEventsKeepTheirPromises() {
         for seed in UInt64(1)...300 {
             var rng = SplitMix64(seed: seed)
             var s = Self.schedule()
-            var m = Model(pending: nil, nextTick: Self.interval)
             var now = Duration.zero
+            var lastTick = Duration.zero
+            // The earliest time a reconcile was asked for since the last one ran, and the ports
+            // and suspicion since the last reconcile began.
+            var owed: Duration?
+            var ports: Set<String> = []
+            var suspected = false
             for step in 0..<200 {
                 now += .milliseconds(rng.next(below: 700))
+                let at = "seed \(seed) step \(step)"
                 switch rng.next(below: 5) {
                 case 0:
-                    s.receive(.hotplug(ports: ["1-\(rng.next(below: 4))"]), at: now)
-                    m.request(.debounced, at: nil, now: now)
+                    let port = "1-\(rng.next(below: 4))"
+                    s.receive(.hotplug(ports: [port]), at: now)
+                    ports.insert(port)
+                    owed = min(owed ?? .seconds(Int64.max), now + Self.debounce)
                 case 1:
                     s.receive(.suspicion, at: now)
-                    m.request(.debounced, at: nil, now: now)
+                    suspected = true
+                    owed = min(owed ?? .seconds(Int64.max), now + Self.debounce)
                 case 2:
                     s.receive(.noDevice, at: now)
-                    m.request(.noDevice, at: nil, now: now)
+                    owed = min(owed ?? .seconds(Int64.max), now + Self.debounce)
                 case 3:
-                    let at = now + .milliseconds(rng.next(below: 3000)) - .milliseconds(200)
-                    s.receive(.confirm(at: at), at: now)
-                    m.request(.confirm, at: at, now: now)
+                    let when = now + .milliseconds(rng.next(below: 3000)) - .milliseconds(200)
+                    s.receive(.confirm(at: when), at: now)
+                    owed = min(owed ?? .seconds(Int64.max), max(when, now))
                 default:
-                    let expected = m.runDue(until: now)
-                    #expect(Self.drain(&s, at: now) == expected, "seed \(seed) step \(step)")
+                    let deadline = s.nextDeadline
+                    let actions = Self.drain(&s, at: now)
+                    // Something is due exactly when the deadline has come.
+                    #expect(actions.isEmpty == (deadline > now), "\(at)")
+                    let reconciles = actions.filter { $0 != .tick }.count
+                    let ticks = actions.count - reconciles
+                    // One pending reconcile at most; it runs once what was asked for is due.
+                    #expect(reconciles <= 1, "\(at)")
+                    if let o = owed, o <= now { #expect(reconciles == 1, "\(at): asked for by \(o)") } else { #expect(reconciles == 0, "\(at)") }
+                    if reconciles == 1 {
+                        owed = nil
+                        #expect(s.touchedPorts == ports && s.needsFullScan == suspected, "\(at)")
+                        let everything = rng.chance(0.5)
+                        s.reconcileBegan(readingEverything: everything)
+                        ports = []
+                        if everything { suspected = false }
+                        #expect(s.touchedPorts.isEmpty && s.needsFullScan == suspected, "\(at)")
+                    }
+                    // A tick exactly when an interval has passed since the last, then one interval on.
+                    #expect(ticks == (now >= lastTick + Self.interval ? 1 : 0), "\(at)")
+                    if ticks == 1 { lastTick = now }
+                    #expect(s.nextTick == lastTick + Self.interval, "\(at)")
                 }
-                #expect(s.nextDeadline == min(m.pending?.at ?? m.nextTick, m.nextTick), "seed \(seed) step \(step)")
+                #expect(s.nextDeadline == min(owed ?? .seconds(Int64.max), lastTick + Self.interval), "\(at)")
             }
         }
     }

@@ -90,7 +90,7 @@ struct ManagerTests {
         let live = try #require(await log.connected.first)
         await backend.send(.arrived, bus: 1, address: 8, port: "1-1", vendor: 0x1209, product: 0x0001)
         await backend.send(.left, bus: 1, address: 8, port: "1-1", vendor: 0x1209, product: 0x0001)
-        await backend.advance(m, by: .milliseconds(100))
+        await backend.advance(by: .milliseconds(100))
         // Nothing happened to the live instance: no eviction as "replaced", no new ID.
         #expect(await log.events == [.connected(live)])
         #expect(await m.connectedAccessories == [live])
@@ -134,15 +134,15 @@ struct ManagerTests {
         await backend.send(.left, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
         try sysfs.add(port: "1-1", bus: 1, address: 7, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         await backend.send(.arrived, bus: 1, address: 7, port: "1-1", vendor: 0x1209, product: 0x0001)
-        await backend.advance(m, by: .milliseconds(50))
+        await backend.advance(by: .milliseconds(50))
         // It looked at 1-1 only: the ghost on 1-2 and the newcomer on 1-3 wait for the
         // periodic full scan.
         #expect(await m.connectedAccessories.map(\.descriptor.port).sorted() == ["1-1", "1-2"])
         // The periodic full scan admits 1-3 at once, and lets 1-2 wait its 250 ms for a LEFT
         // event that never comes.
-        await backend.advance(m, by: .seconds(2))
+        await backend.advance(by: .seconds(2))
         #expect(await m.connectedAccessories.map(\.descriptor.port).sorted() == ["1-1", "1-2", "1-3"])
-        await backend.advance(m, by: .milliseconds(300))
+        await backend.advance(by: .milliseconds(300))
         #expect(await m.connectedAccessories.map(\.descriptor.port).sorted() == ["1-1", "1-3"])
         #expect(await log.settled { events in
             events.compactMap { e -> DisconnectReason? in
@@ -164,9 +164,9 @@ struct ManagerTests {
         try sysfs.add(port: "1-2", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "SN2\n")
         await backend.send(.left, bus: 1, address: 10, port: "1-5", vendor: 0x1209, product: 0x0003)
         #expect(await m.connectedAccessories.count == 1, "nothing reconciles before the debounce")
-        await backend.advance(m, by: .milliseconds(5))
+        await backend.advance(by: .milliseconds(5))
         #expect(await log.settled { $0.count == 2 })
-        await backend.advance(m, by: .milliseconds(50))
+        await backend.advance(by: .milliseconds(50))
         #expect(await m.connectedAccessories.map(\.descriptor.serial) == ["SN1", "SN2"])
         await m.shutdown()
         checkInvariants(await log.events)
@@ -178,13 +178,13 @@ struct ManagerTests {
         let log = await EventLog.recording(m)
         let ghost = try #require(await m.connectedAccessories.first)
         try sysfs.remove(port: "1-1")
-        await backend.advance(m, by: .milliseconds(99))
+        await backend.advance(by: .milliseconds(99))
         #expect(await m.connectedAccessories == [ghost], "nothing is due before the interval")
-        await backend.advance(m, by: .milliseconds(1))   // the periodic reconcile finds it missing…
+        await backend.advance(by: .milliseconds(1))   // the periodic reconcile finds it missing…
         #expect(await m.connectedAccessories == [ghost])
-        await backend.advance(m, by: .milliseconds(249))
+        await backend.advance(by: .milliseconds(249))
         #expect(await m.connectedAccessories == [ghost], "…and waits 250 ms for its LEFT event…")
-        await backend.advance(m, by: .milliseconds(1))   // …then evicts it
+        await backend.advance(by: .milliseconds(1))   // …then evicts it
         #expect(await log.settled { $0.count == 2 })
         #expect(await log.events.last == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
         await m.shutdown()
@@ -197,9 +197,9 @@ struct ManagerTests {
         let ghost = try #require(await m.connectedAccessories.first)
         try sysfs.remove(port: "1-1")
         try sysfs.add(port: "1-1", bus: 1, address: 9, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
-        await backend.advance(m, by: .milliseconds(100))
+        await backend.advance(by: .milliseconds(100))
         #expect(await m.connectedAccessories == [ghost], "the live device waits while the ghost waits for its LEFT event")
-        await backend.advance(m, by: .milliseconds(250))
+        await backend.advance(by: .milliseconds(250))
         try #require(await log.settled { $0.count == 3 })
         let events = await log.events
         #expect(events[1] == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
@@ -217,9 +217,9 @@ struct ManagerTests {
         try sysfs.remove(port: "1-1")
         await m.reportNoDevice(ghost.connectionID, operation: "bulk OUT 0x01")
         #expect(await m.connectedAccessories == [ghost], "NO_DEVICE alone evicts nothing")
-        await backend.advance(m, by: .milliseconds(5 + 249))  // the debounce, then the wait
+        await backend.advance(by: .milliseconds(5 + 249))  // the debounce, then the wait
         #expect(await m.connectedAccessories == [ghost], "sysfs lacks it, and its LEFT event may still come")
-        await backend.advance(m, by: .milliseconds(1))
+        await backend.advance(by: .milliseconds(1))
         #expect(await m.connectedAccessories.isEmpty)
         #expect(await log.settled { $0.count == 2 })
         #expect(await log.events.last == .disconnected(ghost, .ghostEvicted(.noDevice(operation: "bulk OUT 0x01"))))
@@ -243,7 +243,7 @@ struct ManagerTests {
         let log = await EventLog.recording(m)
         try sysfs.remove(port: "1-1")
         uptime.advance(awake: .milliseconds(50), asleep: .seconds(3600))
-        await backend.advance(m, by: .zero)  // the periodic tick, due now, finds the sleep
+        await backend.advance(by: .zero)  // the periodic tick, due now, finds the sleep
         #expect(await log.settled { $0.count == 2 })
         #expect(SystemUptime(monotonic: .seconds(2), boot: .seconds(10)).sleptSince(
             SystemUptime(monotonic: .seconds(1), boot: .seconds(1))) == .seconds(8))
@@ -262,7 +262,7 @@ struct ManagerTests {
         let log = await EventLog.recording(m, includingCurrent: false)
         try sysfs.remove(port: "1-1")
         _ = await m.refresh()
-        await backend.advance(m, by: .milliseconds(20))
+        await backend.advance(by: .milliseconds(20))
         #expect(await log.events.isEmpty)
         await m.shutdown()
     }
@@ -277,7 +277,7 @@ struct ManagerTests {
         await backend.send(.arrived, bus: 1, address: 3, port: "1-2", vendor: 0x2109, product: 0x2817)
         try sysfs.add(port: "1-3", bus: 1, address: 4, vendor: 0x1209, product: 0x0002, serial: "SN2\n")
         await backend.send(.arrived, bus: 1, address: 4, port: "1-3", vendor: 0x1209, product: 0x0002)
-        await backend.advance(m, by: .milliseconds(20))
+        await backend.advance(by: .milliseconds(20))
         #expect(await m.connectedAccessories.map(\.connectionID.rawValue) == [1, 2], "the second hub took no number")
         await m.shutdown()
     }
@@ -293,7 +293,7 @@ struct ManagerTests {
         // …until a reconcile sees its interface: then it is announced, as #1.
         try sysfs.remove(port: "1-1")
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
-        await backend.advance(m, by: .milliseconds(20))
+        await backend.advance(by: .milliseconds(20))
         #expect(await log.settled { $0.count == 1 })
         let shown = await m.connectedAccessories
         #expect(shown.map(\.connectionID.rawValue) == [1] && shown.first?.protocolStrings == ["org.example.loopback"])
@@ -309,7 +309,7 @@ struct ManagerTests {
         #expect(await m.connectedAccessories.isEmpty)
         // …but at the next reconcile, with the serial sysfs gives.
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
-        await backend.advance(m, by: .milliseconds(5))
+        await backend.advance(by: .milliseconds(5))
         #expect(await log.settled { $0.count == 1 })
         let shown = try #require(await m.connectedAccessories.first)
         #expect(shown.physicalIdentity == .serialNumber(vendor: 0x1209, product: 0x0001, serial: "SN1"))
@@ -324,7 +324,7 @@ struct ManagerTests {
         // sysfs cannot be read (EMFILE, EACCES, …): that is not an empty bus.
         try FileManager.default.createDirectory(atPath: sysfs.root + "/1-2/busnum", withIntermediateDirectories: true)
         #expect(await m.refresh().events.isEmpty)
-        await backend.advance(m, by: .seconds(120))
+        await backend.advance(by: .seconds(120))
         #expect(await m.connectedAccessories == before)
         try FileManager.default.removeItem(atPath: sysfs.root + "/1-2")
         #expect(await m.refresh().kept == 1)

@@ -5,7 +5,7 @@
 /// There is one pending reconcile at most (the earliest asked for wins, with its trigger)
 /// and one periodic tick, every `interval` after the last. Hotplug events name the ports the
 /// next reconcile reads; a suspicion makes it read everything.
-package struct ReconcileSchedule: Sendable, Equatable {
+package struct ReconcileSchedule: Sendable {
     /// What the manager tells the schedule.
     package enum Event: Sendable, Equatable {
         /// A hotplug event named these ports: a reconcile after the debounce reads them.
@@ -93,11 +93,5 @@ package struct ReconcileSchedule: Sendable, Equatable {
         let due = max(at, now)
         if let p = pending, p.at <= due { return }
         pending = (due, trigger)
-    }
-
-    package static func == (a: ReconcileSchedule, b: ReconcileSchedule) -> Bool {
-        a.pending?.at == b.pending?.at && a.pending?.trigger == b.pending?.trigger && a.nextTick == b.nextTick
-            && a.touchedPorts == b.touchedPorts && a.needsFullScan == b.needsFullScan && a.interval == b.interval
-            && a.debounce == b.debounce
     }
 }

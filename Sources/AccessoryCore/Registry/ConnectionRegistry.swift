@@ -114,9 +114,6 @@ public struct ConnectionRegistry: Sendable {
     /// How many entries it holds (hidden ones included).
     package var count: Int { entries.count }
 
-    /// The ID the next admission will get.
-    package var nextConnectionID: ConnectionID { ConnectionID(rawValue: nextID) }
-
     /// The entry with this ID, if registered.
     public subscript(id: ConnectionID) -> Accessory? { entries[id] }
 

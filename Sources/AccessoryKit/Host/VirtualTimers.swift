@@ -31,9 +31,6 @@ package final class VirtualTimers: Sendable {
     /// The earliest deadline of an armed timer.
     package var nextDeadline: Duration? { state.withLock { $0.timers.map(\.deadline).min() } }
 
-    /// How many timers are armed.
-    package var count: Int { state.withLock { $0.timers.count } }
-
     /// Disarms the timers due by `now` and hands back their work, in deadline order.
     package func takeDue(by now: Duration) -> [@Sendable () async -> Void] {
         state.withLock { s in

@@ -322,7 +322,7 @@ public actor AccessoryManager {
 
     /// Compares the registry with a fresh sysfs scan, evicting ghosts and admitting what the
     /// registry lacks, and notifies subscribers. Routine looks let entries the scan lacks
-    /// wait for their LEFT events (``HotplugPolicy/judge(_:truth:at:patient:)``); a scan
+    /// wait for their LEFT events (`HotplugPolicy.judge(_:truth:at:patient:scope:)`); a scan
     /// that fails changes nothing.
     @discardableResult
     func reconcile(_ trigger: ReconcileTrigger) -> Reconciler.Report {

@@ -26,17 +26,6 @@ package enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    package var megabitsPerSecond: Double {
-        switch self {
-        case .low: return 1.5
-        case .full: return 12
-        case .high: return 480
-        case .superSpeed: return 5000
-        case .superSpeedPlus: return 10000
-        case .superSpeedPlusDual: return 20000
-        }
-    }
-
     package var description: String {
         switch self {
         case .low: return "low (1.5 Mbit/s)"

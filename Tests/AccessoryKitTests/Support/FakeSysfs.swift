@@ -173,7 +173,7 @@ final class FakeHost: USBHost {
 
     /// Moves the clocks on by `duration` (awake), running the manager's timers (its due
     /// reconciles and ticks) on the way, in time order.
-    func advance(_ manager: AccessoryManager, by duration: Duration) async {
+    func advance(by duration: Duration) async {
         let target = uptime().monotonic + duration
         while let due = timers.nextDeadline, due <= target {
             clocks.advance(awake: max(due - uptime().monotonic, .zero))
