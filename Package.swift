@@ -91,7 +91,7 @@ let package = Package(
                 "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryTestSupport",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
-        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryTestSupport"]),
+        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryCapture", "AccessoryTestSupport"]),
         .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),
         .testTarget(
             name: "AccessoryTestingTests",
