@@ -21,19 +21,19 @@ extension USBCapture {
             self.length = length
         }
 
-        /// Reads the eight bytes at `offset` of `raw` (USB order: little-endian words).
-        package init(_ raw: UnsafeRawBufferPointer, at offset: Int) {
-            requestType = raw[offset]
-            request = raw[offset + 1]
-            value = raw.u16(offset + 2, bigEndian: false)
-            index = raw.u16(offset + 4, bigEndian: false)
-            length = raw.u16(offset + 6, bigEndian: false)
+        /// The setup packet in usbmon's setup field: its eight bytes in USB order, the first
+        /// in the low byte.
+        package init(field: UInt64) {
+            requestType = UInt8(truncatingIfNeeded: field)
+            request = UInt8(truncatingIfNeeded: field >> 8)
+            value = UInt16(truncatingIfNeeded: field >> 16)
+            index = UInt16(truncatingIfNeeded: field >> 32)
+            length = UInt16(truncatingIfNeeded: field >> 48)
         }
 
-        /// The eight bytes, as they go on the wire.
-        package var bytes: [UInt8] {
-            [requestType, request, UInt8(value & 0xff), UInt8(value >> 8), UInt8(index & 0xff), UInt8(index >> 8),
-             UInt8(length & 0xff), UInt8(length >> 8)]
+        /// The eight bytes as usbmon's setup field holds them, the first in the low byte.
+        package var field: UInt64 {
+            UInt64(requestType) | UInt64(request) << 8 | UInt64(value) << 16 | UInt64(index) << 32 | UInt64(length) << 48
         }
 
         /// Whether this is the standard GET_DESCRIPTOR(DEVICE) request.

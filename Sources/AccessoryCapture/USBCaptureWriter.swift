@@ -59,7 +59,7 @@ package final class USBCaptureWriter: Sendable {
         header.length = UInt32(clamping: requestedLength)
         if let setup, kind == .control {
             header.setupFlag = USBMonHeader.present
-            header.setupField = setup.bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+            header.setupField = setup.field
         }
         header.dataFlag = isIn ? 0x3c : USBMonHeader.present  // '<': IN data comes at completion
         try write(header, data: isIn ? [] : data)

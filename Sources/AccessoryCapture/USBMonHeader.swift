@@ -116,10 +116,7 @@ package struct USBMonHeader: Hashable, Sendable {
     /// The setup packet, when the event is a submission whose setup field holds one.
     package var setup: USBCapture.Setup? {
         guard event == .submit, kind == .control, setupFlag == Self.present else { return nil }
-        return USBCapture.Setup(
-            requestType: UInt8(truncatingIfNeeded: setupField), request: UInt8(truncatingIfNeeded: setupField >> 8),
-            value: UInt16(truncatingIfNeeded: setupField >> 16), index: UInt16(truncatingIfNeeded: setupField >> 32),
-            length: UInt16(truncatingIfNeeded: setupField >> 48))
+        return USBCapture.Setup(field: setupField)
     }
 
     /// Whether data flows from the device to the host.

@@ -34,7 +34,7 @@ enum CaptureBytes {
         var h = USBMonHeader(urbID: id, event: .submit, kind: kind, endpoint: endpoint, device: device, bus: bus, status: -115, length: length)
         if let setup {
             h.setupFlag = USBMonHeader.present
-            h.setupField = setup.bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+            h.setupField = setup.field
         }
         return h
     }
