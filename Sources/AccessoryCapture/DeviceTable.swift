@@ -6,27 +6,14 @@
 /// capture's length.
 struct DeviceTable {
     private(set) var devices: [USBCapture.Device] = []
-    private var indices: [UInt32: Int] = [:]
-    private var lastKey = UInt32.max
-    private var lastIndex = 0
+    private var indices = SlotTable<UInt32>()
     private var descriptorRequests: Set<USBMonRecord.URBKey> = []
 
     /// Notes `record` (its data in `data`) and returns the index of its device in ``devices``.
     mutating func observe(_ record: USBMonRecord, data: UnsafeRawBufferPointer) -> Int {
         let header = record.header
-        let key = UInt32(header.bus) << 8 | UInt32(header.device)
-        let index: Int
-        if key == lastKey {
-            index = lastIndex
-        } else if let known = indices[key] {
-            index = known
-        } else {
-            index = devices.count
-            devices.append(USBCapture.Device(bus: Int(header.bus), address: Int(header.device)))
-            indices[key] = index
-        }
-        lastKey = key
-        lastIndex = index
+        let (index, isNew) = indices.slot(of: UInt32(header.bus) << 8 | UInt32(header.device))
+        if isNew { devices.append(USBCapture.Device(bus: Int(header.bus), address: Int(header.device))) }
         guard header.kind == .control else { return index }
         switch header.event {
         case .submit:

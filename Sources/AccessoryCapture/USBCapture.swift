@@ -32,13 +32,6 @@ public struct USBCapture: Sendable {
         try self.init(reading: &reader)
     }
 
-    /// Reads a capture held in memory, named `name` in errors, `chunkSize` bytes at a time
-    /// (by default all at once).
-    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil) throws(USBCaptureError) {
-        var reader = USBMonReader(bytes: bytes, name: name, chunkSize: chunkSize)
-        try self.init(reading: &reader)
-    }
-
     /// Reads every event of `reader`.
     package init(reading reader: inout USBMonReader) throws(USBCaptureError) {
         var table = DeviceTable()

@@ -33,37 +33,17 @@ package struct USBCaptureSummary: Sendable {
         try self.init(reading: &reader)
     }
 
-    /// Summarizes a capture held in memory, named `name` in errors, `chunkSize` bytes at a time
-    /// (by default all at once).
-    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil) throws(USBCaptureError) {
-        var reader = USBMonReader(bytes: bytes, name: name, chunkSize: chunkSize)
-        try self.init(reading: &reader)
-    }
-
     /// Summarizes every event of `reader`.
     package init(reading reader: inout USBMonReader) throws(USBCaptureError) {
         var table = DeviceTable()
-        var slots: [Int: Int] = [:]
+        var slots = SlotTable<Int>()
         var counts: [(device: Int, endpoint: Endpoint)] = []
-        var lastKey = -1
-        var lastSlot = 0
         while let record = try reader.next() {
             events += 1
             let header = record.header
             let device = table.observe(record, data: reader.bytes(of: record))
-            let key = device << 16 | Int(header.endpoint) << 8 | Int(header.kind.usbmon)
-            let slot: Int
-            if key == lastKey {
-                slot = lastSlot
-            } else if let known = slots[key] {
-                slot = known
-            } else {
-                slot = counts.count
-                counts.append((device, Endpoint(address: header.endpoint, kind: header.kind, completed: 0, bytes: 0)))
-                slots[key] = slot
-            }
-            lastKey = key
-            lastSlot = slot
+            let (slot, isNew) = slots.slot(of: device << 16 | Int(header.endpoint) << 8 | Int(header.kind.usbmon))
+            if isNew { counts.append((device, Endpoint(address: header.endpoint, kind: header.kind, completed: 0, bytes: 0))) }
             if header.event == .complete && header.status == 0 {
                 counts[slot].endpoint.completed += 1
                 counts[slot].endpoint.bytes += Int(header.length)

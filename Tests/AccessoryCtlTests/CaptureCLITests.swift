@@ -29,6 +29,15 @@ struct CaptureCLITests {
         try writer.complete(urbID: 1, bus: 2, device: 9, endpoint: 0x00, kind: .control, status: 0, actualLength: 2)
     }
 
+    /// Runs `body` with the path of a fresh capture of ``writeCapture(to:)`` in a temporary folder.
+    static func withOwnCapture(_ body: (String) throws -> Void) throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("own.pcapng").path
+        try writeCapture(to: file)
+        try body(file)
+    }
+
     static let ownJSON = #"{"devices":[{"bus":1,"address":4,"vendor":"1209","product":"0001","endpoints":["#
         + #"{"endpoint":"0x01","kind":"bulk","completed":2,"bytes":3},"#
         + #"{"endpoint":"0x80","kind":"control","completed":1,"bytes":18},"#
@@ -38,24 +47,20 @@ struct CaptureCLITests {
 
     @Test("--json on the package's own capture prints the contract's object exactly")
     func ownCaptureJSON() throws {
-        let dir = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = dir.appendingPathComponent("own.pcapng").path
-        try Self.writeCapture(to: file)
-        let r = try CLI.ctl("capture", "summary", file, "--json")
-        #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stdout == Self.ownJSON + "\n")
-        #expect(r.stderr.isEmpty)
+        try Self.withOwnCapture { file in
+            let r = try CLI.ctl("capture", "summary", file, "--json")
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout == Self.ownJSON + "\n")
+            #expect(r.stderr.isEmpty)
+        }
     }
 
     @Test("--json equals tshark's dissection on the package's own capture", .needsTshark)
     func ownCaptureEqualsTshark() throws {
-        let dir = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = dir.appendingPathComponent("own.pcapng").path
-        try Self.writeCapture(to: file)
-        let r = try CLI.ctl("capture", "summary", file, "--json")
-        #expect(try Tshark.counts(fromSummaryJSON: r.stdout) == Tshark.summary(of: file).counts)
+        try Self.withOwnCapture { file in
+            let r = try CLI.ctl("capture", "summary", file, "--json")
+            #expect(try Tshark.counts(fromSummaryJSON: r.stdout) == Tshark.summary(of: file).counts)
+        }
     }
 
     @Test("--json equals tshark's dissection on every shared capture", .needsCaptures, .needsTshark, arguments: SharedFolder.captureFiles)
@@ -72,59 +77,53 @@ struct CaptureCLITests {
 
     @Test("The human output is a table per device")
     func table() throws {
-        let dir = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = dir.appendingPathComponent("own.pcapng").path
-        try Self.writeCapture(to: file)
-        let r = try CLI.ctl("capture", "summary", file)
-        #expect(r.status == 0)
-        #expect(r.stdout == """
-            bus 1 address 4  1209:0001
-              ENDPOINT  KIND       COMPLETED  BYTES
-              0x01      bulk               2      3
-              0x80      control            1     18
-              0x81      bulk               1      5
-              0x83      interrupt          0      0
+        try Self.withOwnCapture { file in
+            let r = try CLI.ctl("capture", "summary", file)
+            #expect(r.status == 0)
+            #expect(r.stdout == """
+                bus 1 address 4  1209:0001
+                  ENDPOINT  KIND       COMPLETED  BYTES
+                  0x01      bulk               2      3
+                  0x80      control            1     18
+                  0x81      bulk               1      5
+                  0x83      interrupt          0      0
 
-            bus 2 address 9
-              ENDPOINT  KIND     COMPLETED  BYTES
-              0x00      control          1      2
+                bus 2 address 9
+                  ENDPOINT  KIND     COMPLETED  BYTES
+                  0x00      control          1      2
 
-            """)
+                """)
+        }
     }
 
     @Test("A malformed file is an error naming the file, the offset and the reason (exit 1); a missing one too")
     func malformed() throws {
-        let dir = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = dir.appendingPathComponent("bad.pcapng").path
-        try Self.writeCapture(to: file)
-        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
-        bytes[bytes.count - 4] ^= 0x01  // the last block's trailing length
-        let lastBlock = bytes.count - 96
-        try Data(bytes).write(to: URL(fileURLWithPath: file))
-        let r = try CLI.ctl("capture", "summary", file, "--json")
-        #expect(r.status == 1)
-        #expect(r.stdout.isEmpty)
-        #expect(r.stderr.hasPrefix("error: \(file): at byte \(lastBlock): block length mismatch: 96 at the start, 97 at the end"))
-        let missing = try CLI.ctl("capture", "summary", dir.appendingPathComponent("none.pcapng").path)
+        try Self.withOwnCapture { file in
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+            bytes[bytes.count - 4] ^= 0x01  // the last block's trailing length
+            let lastBlock = bytes.count - 96
+            try Data(bytes).write(to: URL(fileURLWithPath: file))
+            let r = try CLI.ctl("capture", "summary", file, "--json")
+            #expect(r.status == 1)
+            #expect(r.stdout.isEmpty)
+            #expect(r.stderr.hasPrefix("error: \(file): at byte \(lastBlock): block length mismatch: 96 at the start, 97 at the end"))
+        }
+        let missing = try CLI.ctl("capture", "summary", "/nonexistent/none.pcapng")
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("none.pcapng: cannot open: No such file or directory"))
+        #expect(missing.stderr == "error: /nonexistent/none.pcapng: cannot open: No such file or directory\n")
         let usage = try CLI.ctl("capture", "summary")
         #expect(usage.status == 64)
     }
 
     @Test("A last packet cut short is a warning, and the rest is summarized (exit 0)")
     func truncated() throws {
-        let dir = try CLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = dir.appendingPathComponent("cut.pcapng").path
-        try Self.writeCapture(to: file)
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
-        try bytes.prefix(bytes.count - 10).write(to: URL(fileURLWithPath: file))
-        let r = try CLI.ctl("capture", "summary", file, "--json")
-        #expect(r.status == 0)
-        #expect(r.stderr.contains("warning: \(file): at byte \(bytes.count - 96): the last block is cut short"))
-        #expect(r.stdout.contains(#"{"bus":2,"address":9,"endpoints":[{"endpoint":"0x00","kind":"control","completed":0,"bytes":0}]}"#))
+        try Self.withOwnCapture { file in
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            try bytes.prefix(bytes.count - 10).write(to: URL(fileURLWithPath: file))
+            let r = try CLI.ctl("capture", "summary", file, "--json")
+            #expect(r.status == 0)
+            #expect(r.stderr.contains("warning: \(file): at byte \(bytes.count - 96): the last block is cut short"))
+            #expect(r.stdout.contains(#"{"bus":2,"address":9,"endpoints":[{"endpoint":"0x00","kind":"control","completed":0,"bytes":0}]}"#))
+        }
     }
 }
