@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "AccessoryCore", targets: ["AccessoryCore"]),
         .library(name: "AccessoryTraces", targets: ["AccessoryTraces"]),
+        .library(name: "AccessoryCapture", targets: ["AccessoryCapture"]),
         .library(name: "AccessoryKit", targets: ["AccessoryKit"]),
         .library(name: "AccessoryTesting", targets: ["AccessoryTesting"]),
         .executable(name: "accessoryctl", targets: ["accessoryctl"]),
@@ -38,11 +39,15 @@ let package = Package(
         // Records: hotplug traces and the udevadm importer. Parsing is pure; files are read
         // and written at the edges. Re-exported by AccessoryKit.
         .target(name: "AccessoryTraces", dependencies: ["AccessoryCore"]),
+        // Linux usbmon captures (pcap and pcapng): the streaming reader, the summary and the
+        // writer. Files are read in bounded chunks. Depends on nothing; re-exported by
+        // AccessoryKit.
+        .target(name: "AccessoryCapture"),
         // Hardware bridge: libusb backend, manager and sessions.
         .target(
             name: "AccessoryKit",
             dependencies: [
-                "AccessoryCore", "AccessoryTraces", "CLibUSB",
+                "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "CLibUSB",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
@@ -52,7 +57,7 @@ let package = Package(
         .executableTarget(
             name: "accessoryctl",
             dependencies: [
-                "AccessoryKit", "AccessoryCore", "AccessoryTraces",
+                "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -64,7 +69,7 @@ let package = Package(
             dependencies: ["CUmockdev", .product(name: "accessory-sim-preload", package: "AccessorySimPreload")]),
         .executableTarget(
             name: "AccessoryBench",
-            dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryKit", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryKit", "AccessoryCapture", .product(name: "Logging", package: "swift-log")]),
         // The Getting-started example: watch, open a session, handle a disconnection.
         .executableTarget(name: "AccessoryExample", dependencies: ["AccessoryKit", "AccessoryCore"]),
         // libFuzzer targets (see scripts/fuzz). Built normally, each replays files given as
@@ -73,17 +78,20 @@ let package = Package(
         .executableTarget(name: "FuzzTraceReader", dependencies: ["AccessoryCore", "AccessoryTraces", "FuzzSupport"]),
         .executableTarget(name: "FuzzUdevadmImporter", dependencies: ["AccessoryCore", "AccessoryTraces", "FuzzSupport"]),
         .executableTarget(name: "FuzzDescriptorParser", dependencies: ["AccessoryCore", "FuzzSupport"]),
+        .executableTarget(name: "FuzzCaptureReader", dependencies: ["AccessoryCapture", "FuzzSupport"]),
         // What the test targets share: fixture paths, the ../shared conditions, and the
         // project's own replay and list checks.
         .target(name: "AccessoryTestSupport", path: "Tests/AccessoryTestSupport"),
         .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryTestSupport"]),
+        // AccessoryTraces for its SplitMix64, the property tests' seeded generator.
+        .testTarget(name: "AccessoryCaptureTests", dependencies: ["AccessoryCapture", "AccessoryTraces", "AccessoryTestSupport"]),
         .testTarget(
             name: "AccessoryKitTests",
             dependencies: [
                 "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryTestSupport",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
-        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryTestSupport"]),
+        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryCapture", "AccessoryTestSupport"]),
         .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),
         .testTarget(
             name: "AccessoryTestingTests",

@@ -7,6 +7,7 @@ import Logging
 ///     accessory-bench hotplug [--cycles N]            (under accessory-sim)
 ///     accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
 ///     accessory-bench soak [--cycles N] [--sample-every N] [--warm-up N] [--rss-bound-mib N] [--tolerate-races]   (under accessory-sim)
+///     accessory-bench capture [--source FILE] [--megabytes N] [--runs N]   (needs tshark)
 ///
 /// `ACCESSORY_BENCH_LOG=debug` (or any swift-log level) shows the library's log on stderr.
 @main
@@ -24,6 +25,7 @@ struct AccessoryBench {
                        accessory-bench hotplug [--cycles N]      (under accessory-sim)
                        accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
                        accessory-bench soak [--cycles N] [--sample-every N] [--warm-up N] [--rss-bound-mib N] [--tolerate-races]   (under accessory-sim)
+                       accessory-bench capture [--source FILE] [--megabytes N] [--runs N]   (needs tshark)
                 """)
             exit(64)
         }
@@ -50,6 +52,15 @@ struct AccessoryBench {
         case "session":  // under accessory-sim; C client from benchmarks/c/build.sh
             let c = ProcessInfo.processInfo.environment["BENCH_C_DIR"].map { $0 + "/bulk_echo" } ?? "\(bin.path)/../bench/bulk_echo"
             for row in try await SessionBenchmark(cClient: c, accessoryctl: accessoryctl, megabytes: option("--megabytes", 64), pipeMegabytes: option("--pipe-megabytes", 32), roundTrips: option("--round-trips", 1000), runs: option("--runs", 5)).run() { print(row) }
+        case "capture":  // a real capture's sections, concatenated, against tshark
+            var source = CaptureBenchmark.defaultSource
+            if let i = args.firstIndex(of: "--source"), i + 1 < args.count { source = args[i + 1] }
+            guard FileManager.default.fileExists(atPath: source) else {
+                print("capture: skipped: no source capture at \(source) (../shared/captures is not shipped with the package; give --source FILE)")
+                return
+            }
+            let bench = CaptureBenchmark(accessoryctl: accessoryctl, source: source, megabytes: option("--megabytes", 100), runs: option("--runs", 3))
+            for row in try bench.run(in: dir) { print(row) }
         case "soak":  // under accessory-sim, with no accessory plugged in
             let soak = SoakBenchmark(
                 cycles: option("--cycles", 10_000), sampleEvery: option("--sample-every", 1000), warmUp: option("--warm-up", 200),

@@ -18,11 +18,20 @@ public enum SharedFolder {
     public static let recordings = corpus.appendingPathComponent("usb-recordings")
     public static let hotplugLogs = corpus.appendingPathComponent("hotplug-logs")
     public static let tools = root.appendingPathComponent("tools")
+    /// Real usbmon captures of third-party devices (`captures/NAME/*.pcapng`).
+    public static let captures = root.appendingPathComponent("captures")
 
     public static var hasCorpus: Bool { isDirectory(recordings) && isDirectory(hotplugLogs) }
     public static var hasTools: Bool {
         FileManager.default.fileExists(atPath: tools.appendingPathComponent("check-replay.py").path)
             && FileManager.default.fileExists(atPath: tools.appendingPathComponent("check-list.py").path)
+    }
+    public static var hasCaptures: Bool { !captureFiles.isEmpty }
+    /// Every `*.pcapng` and `*.pcap` one folder below `captures`, sorted, as full paths.
+    public static var captureFiles: [String] {
+        Fixtures.files(in: captures).flatMap { folder in
+            Fixtures.files(in: URL(fileURLWithPath: folder)).filter { $0.hasSuffix(".pcapng") || $0.hasSuffix(".pcap") }
+        }
     }
     public static var hasContracts: Bool { FileManager.default.fileExists(atPath: root.appendingPathComponent("TRACE-FORMAT.md").path) }
 
@@ -40,6 +49,10 @@ extension Trait where Self == ConditionTrait {
     /// Skips a test where the contract checkers in `../shared/tools` are absent, saying so.
     public static var needsContractTools: Self {
         .enabled(if: SharedFolder.hasTools, "needs ../shared/tools (the team's contract checkers, not shipped with the package)")
+    }
+    /// Skips a test where the real captures in `../shared/captures` are absent, saying so.
+    public static var needsCaptures: Self {
+        .enabled(if: SharedFolder.hasCaptures, "needs ../shared/captures (third-party usbmon captures, not shipped with the package)")
     }
     /// Skips a test where the contract documents in `../shared` are absent, saying so.
     public static var needsContracts: Self {

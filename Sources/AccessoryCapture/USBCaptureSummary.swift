@@ -1,0 +1,59 @@
+/// What `accessoryctl capture summary` reports: per device, per endpoint, the transfers that
+/// completed with status 0 and the bytes they moved, counted as the events stream by.
+///
+/// Memory holds one entry per device and per endpoint, whatever the capture's length.
+package struct USBCaptureSummary: Sendable {
+    /// One endpoint of a device (control counts once per direction: 0x00 and 0x80).
+    package struct Endpoint: Hashable, Sendable {
+        /// The endpoint address, with the direction bit.
+        package var address: UInt8
+        package var kind: USBCapture.Transfer.Kind
+        /// Completions (`C`) with status 0.
+        package var completed: Int
+        /// The sum of those completions' actual lengths (usbmon's `length` field).
+        package var bytes: Int
+    }
+
+    /// A device and its endpoints, sorted by address, then kind.
+    package struct Device: Hashable, Sendable {
+        package var device: USBCapture.Device
+        package var endpoints: [Endpoint]
+    }
+
+    /// Every device seen, in order of first appearance.
+    package private(set) var devices: [Device] = []
+    /// The usbmon events read.
+    package private(set) var events = 0
+    /// The block or record cut short at the end of the file, if one was (it was dropped).
+    package private(set) var truncation: USBCaptureError?
+
+    /// Summarizes the capture at `path`.
+    package init(path: String, chunkSize: Int = CapturePacketReader.chunkSize) throws(USBCaptureError) {
+        var reader = try USBMonReader(path: path, chunkSize: chunkSize)
+        try self.init(reading: &reader)
+    }
+
+    /// Summarizes every event of `reader`.
+    package init(reading reader: inout USBMonReader) throws(USBCaptureError) {
+        var table = DeviceTable()
+        var slots = SlotTable<Int>()
+        var counts: [(device: Int, endpoint: Endpoint)] = []
+        while let record = try reader.next() {
+            events += 1
+            let header = record.header
+            let device = table.observe(record, data: reader.bytes(of: record))
+            let (slot, isNew) = slots.slot(of: device << 16 | Int(header.endpoint) << 8 | Int(header.kind.usbmon))
+            if isNew { counts.append((device, Endpoint(address: header.endpoint, kind: header.kind, completed: 0, bytes: 0))) }
+            if header.event == .complete && header.status == 0 {
+                counts[slot].endpoint.completed += 1
+                counts[slot].endpoint.bytes += Int(header.length)
+            }
+        }
+        devices = table.devices.map { Device(device: $0, endpoints: []) }
+        for (device, endpoint) in counts { devices[device].endpoints.append(endpoint) }
+        for i in devices.indices {
+            devices[i].endpoints.sort { ($0.address, $0.kind.rank) < ($1.address, $1.kind.rank) }
+        }
+        truncation = reader.truncation
+    }
+}
