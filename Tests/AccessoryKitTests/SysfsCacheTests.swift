@@ -84,11 +84,11 @@ struct SysfsCacheTests {
 
     @Test("The bus number comes from the kernel's directory name when the device number is known")
     func busFromName() {
-        #expect(SysfsScanner.busNumber(inName: "3-1.4") == 3)
-        #expect(SysfsScanner.busNumber(inName: "12-1") == 12)
-        #expect(SysfsScanner.busNumber(inName: "usb4") == 4)
+        #expect(PortChain.bus(inName: "3-1.4") == 3)
+        #expect(PortChain.bus(inName: "12-1") == 12)
+        #expect(PortChain.bus(inName: "usb4") == 4)
         for name in ["usb", "usbx", "x-1", "-1", "1", "0-1", "usb0"] {
-            #expect(SysfsScanner.busNumber(inName: name) == nil, "\(name)")
+            #expect(PortChain.bus(inName: name) == nil, "\(name)")
         }
     }
 }

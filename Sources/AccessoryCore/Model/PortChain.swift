@@ -20,4 +20,12 @@ package enum PortChain {
         }
         return sawDash && runLength > 0
     }
+
+    /// The bus number a sysfs device name gives: `3` for `3-1.4` and for the root hub `usb3`;
+    /// `nil` for a name that is neither, or bus 0.
+    package static func bus(inName name: String) -> Int? {
+        let digits = name.hasPrefix("usb") ? name.dropFirst(3)[...] : name.prefix { $0 != "-" }
+        guard name.hasPrefix("usb") || digits.count < name.count, let bus = Int(digits), bus > 0 else { return nil }
+        return bus
+    }
 }

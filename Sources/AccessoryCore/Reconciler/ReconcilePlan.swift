@@ -41,8 +41,7 @@ package struct ReconcilePlan: Sendable, Equatable {
         guard case .ports(let ports) = look else { return nil }
         var ids = Set<ConnectionID>()
         for port in ports {
-            let bus = port.hasPrefix("usb") ? Int(port.dropFirst(3)) : Int(port.prefix { $0.isNumber })
-            if let bus, let entry = registry.accessory(on: PortKey(bus: bus, port: port)) { ids.insert(entry.connectionID) }
+            if let bus = PortChain.bus(inName: port), let entry = registry.accessory(on: PortKey(bus: bus, port: port)) { ids.insert(entry.connectionID) }
         }
         for d in truth {
             if let key = d.key, let entry = registry.accessory(at: key) { ids.insert(entry.connectionID) }

@@ -102,7 +102,7 @@ package struct SysfsScanner: Sendable {
             if code == 0 || code == ENOENT || code == ENODEV || code == ENOTDIR { return .success(nil) }
             return .failure(ReadFailure(message: "cannot read \(dir)/\(attribute): \(Self.describe(code))"))
         }
-        if let devnum, let bus = Self.busNumber(inName: name) {
+        if let devnum, let bus = PortChain.bus(inName: name) {
             return .success(device(dir: dir, name: name, bus: bus, address: devnum))
         }
         let bus: Int, address: Int
@@ -114,12 +114,6 @@ package struct SysfsScanner: Sendable {
         return .success(device(dir: dir, name: name, bus: bus, address: address))
     }
 
-    /// The bus number a device directory's name gives: `3` for `3-1.4` and for `usb3`.
-    static func busNumber(inName name: String) -> Int? {
-        let digits = name.hasPrefix("usb") ? name.dropFirst(3)[...] : name.prefix { $0 != "-" }
-        guard name.hasPrefix("usb") || digits.count < name.count, let bus = Int(digits), bus > 0 else { return nil }
-        return bus
-    }
 
     /// `strerror` with the symbolic name, such as `Too many open files (EMFILE)`.
     static func describe(_ code: Int32) -> String {

@@ -98,7 +98,7 @@ struct UdevadmEvent: Sendable {
             while last.count > 1 && bytes[last.upperBound - 1] == UInt8(ascii: "/") { last = last.dropLast() }
             if let slash = bytes[last].lastIndex(of: UInt8(ascii: "/")) { last = (slash + 1)..<last.upperBound }
             mayBeUSBDevice = (has("add", at: action) || has("remove", at: action)) && has("usb", at: self.subsystem)
-                && UdevadmEvent.isPortChain(UnsafeRawBufferPointer(rebasing: bytes[last]))
+                && PortChain.isValid(UnsafeRawBufferPointer(rebasing: bytes[last]))
         }
     }
 
@@ -147,19 +147,9 @@ struct UdevadmEvent: Sendable {
 
     /// Whether this is a USB *device* (not a root hub, an interface or another subsystem).
     var isUSBDevice: Bool {
-        guard subsystem == "usb", Self.isPortChain(lastSegment) else { return false }
+        guard subsystem == "usb", PortChain.isValid(lastSegment.utf8) else { return false }
         if let devtype = properties[.devtype] { return devtype == "usb_device" }
         return true
-    }
-
-    /// `^\d+-\d+(\.\d+)*$`, such as `1-1.4`.
-    static func isPortChain(_ s: Substring) -> Bool {
-        isPortChain(s.utf8)
-    }
-
-    /// `^\\d+-\\d+(\\.\\d+)*$` over bytes (``PortChain/isValid(_:)``).
-    static func isPortChain(_ bytes: some Sequence<UInt8>) -> Bool {
-        PortChain.isValid(bytes)
     }
 
     /// Copies in the properties this copy of the event lacks.
@@ -190,7 +180,7 @@ struct UdevadmEvent: Sendable {
         for segment in devpath.split(separator: "/") where segment.hasPrefix("usb") {
             if let n = Int(segment.dropFirst(3)), (1...255).contains(n) { return n }
         }
-        return Int(lastSegment.prefix { $0 != "-" }) ?? 0
+        return PortChain.bus(inName: String(lastSegment)) ?? 0
     }
 
     /// `PRODUCT=403/6001/600`: VID, PID and bcdDevice in unpadded hexadecimal.
