@@ -81,7 +81,7 @@ let package = Package(
         .executableTarget(name: "FuzzCaptureReader", dependencies: ["AccessoryCapture", "FuzzSupport"]),
         // What the test targets share: fixture paths, the ../shared conditions, and the
         // project's own replay and list checks.
-        .target(name: "AccessoryTestSupport", path: "Tests/AccessoryTestSupport"),
+        .target(name: "AccessoryTestSupport", dependencies: ["AccessoryCapture"], path: "Tests/AccessoryTestSupport"),
         .testTarget(name: "AccessoryCoreTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryTestSupport"]),
         // AccessoryTraces for its SplitMix64, the property tests' seeded generator.
         .testTarget(name: "AccessoryCaptureTests", dependencies: ["AccessoryCapture", "AccessoryTraces", "AccessoryTestSupport"]),

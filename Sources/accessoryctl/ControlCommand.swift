@@ -70,6 +70,10 @@ struct ControlCommand: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the device to answer.")
     var timeout: Double = 1
 
+    @Option(help: ArgumentHelp(
+        "Record every transfer as a Linux usbmon capture (pcapng) that Wireshark and tshark read.", valueName: "file"))
+    var capture: String?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -99,7 +103,7 @@ struct ControlCommand: AsyncParsableCommand {
         let target = try OpenCommand.parse(self.target)
         let setup = try setup()
         let limit = Duration.milliseconds(Int64((timeout * 1000).rounded()))
-        let manager = try await global.startManager()
+        let manager = try await global.startManager(capturePath: capture)
         let payload = try Self.hexBytes(data ?? "")
         do throws(AccessoryError) {
             let accessory = try await manager.accessory(matching: target)

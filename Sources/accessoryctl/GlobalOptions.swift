@@ -35,9 +35,9 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Starts a manager, or prints why it cannot start and exits 1.
-    func startManager() async throws -> AccessoryManager {
+    func startManager(capturePath: String? = nil) async throws -> AccessoryManager {
         do {
-            return try await AccessoryManager(configuration: .init(reconcileInterval: interval))
+            return try await AccessoryManager(configuration: .init(reconcileInterval: interval, capturePath: capturePath))
         } catch {
             note("error: \(error)")
             throw ExitCode(1)

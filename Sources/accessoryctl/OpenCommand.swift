@@ -43,6 +43,10 @@ struct OpenCommand: AsyncParsableCommand {
     @Flag(help: "Detach a kernel driver bound to the interface; it is attached again on exit.")
     var detachKernelDriver = false
 
+    @Option(help: ArgumentHelp(
+        "Record every transfer as a Linux usbmon capture (pcapng) that Wireshark and tshark read.", valueName: "file"))
+    var capture: String?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -55,7 +59,7 @@ struct OpenCommand: AsyncParsableCommand {
         OutputStream.ignoreSigpipe()
         let signals = TerminationSignals.catchAll()
         let target = try Self.parse(self.target)
-        let manager = try await global.startManager()
+        let manager = try await global.startManager(capturePath: capture)
         let accessory: Accessory
         do {
             accessory = try await manager.accessory(matching: target)

@@ -9,17 +9,7 @@ import Testing
 struct SharedCaptureTests {
     static let files = SharedFolder.captureFiles
 
-    /// A summary in the form of ``Tshark/summary(of:)``.
-    static func counts(_ summary: USBCaptureSummary) -> [Tshark.Endpoint: Tshark.Counts] {
-        var counts: [Tshark.Endpoint: Tshark.Counts] = [:]
-        for entry in summary.devices {
-            for e in entry.endpoints {
-                let key = Tshark.Endpoint(bus: entry.device.bus, address: entry.device.address, endpoint: Int(e.address), kind: e.kind.name)
-                counts[key] = Tshark.Counts(completed: e.completed, bytes: e.bytes)
-            }
-        }
-        return counts
-    }
+    static func counts(_ summary: USBCaptureSummary) -> [Tshark.Endpoint: Tshark.Counts] { Tshark.counts(of: summary) }
 
     @Test("Every shared capture reads with no error and no truncation, with paired transfers", .needsCaptures, arguments: files)
     func readsWithNoError(file: String) throws {

@@ -1,3 +1,4 @@
+import AccessoryCapture
 import Foundation
 import Testing
 
@@ -124,5 +125,19 @@ extension Trait where Self == ConditionTrait {
     /// Skips a test where `tshark` is not installed (scripts/setup installs it), saying so.
     public static var needsTshark: Self {
         .enabled(if: Tshark.path != nil, "needs tshark (Debian package tshark; scripts/setup installs it)")
+    }
+}
+
+extension Tshark {
+    /// The package's own summary in the form of ``summary(of:)``.
+    package static func counts(of summary: USBCaptureSummary) -> [Endpoint: Counts] {
+        var counts: [Endpoint: Counts] = [:]
+        for entry in summary.devices {
+            for e in entry.endpoints {
+                let key = Endpoint(bus: entry.device.bus, address: entry.device.address, endpoint: Int(e.address), kind: e.kind.name)
+                counts[key] = Counts(completed: e.completed, bytes: e.bytes)
+            }
+        }
+        return counts
     }
 }

@@ -21,6 +21,11 @@ extension AccessoryManager {
         public var clock: any Clock<Duration>
         /// Where sysfs lists USB devices.
         package var sysfsRoot: String
+        /// Where to record every transfer the manager's sessions and control requests make,
+        /// as a Linux usbmon capture (pcapng, link type 220) that Wireshark, `tshark` and
+        /// ``USBCapture`` read: one `S` and one `C` record per transfer, flushed per record.
+        /// `nil` (the default) records nothing.
+        public var capturePath: String?
         /// Where the manager logs; by default `accessorykit`, to whatever handler the
         /// application bootstrapped.
         public var logger: Logger
@@ -30,8 +35,10 @@ extension AccessoryManager {
             reconcileInterval: Duration = .seconds(2), debounce: Duration = .milliseconds(20),
             supportedProtocols: Set<String>? = nil, protocolTable: ProtocolTable = .init(),
             includeHubs: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
-            sysfsRoot: String = "/sys/bus/usb/devices", logger: Logger = Logger(label: "accessorykit")
+            sysfsRoot: String = "/sys/bus/usb/devices", logger: Logger = Logger(label: "accessorykit"),
+            capturePath: String? = nil
         ) {
+            self.capturePath = capturePath
             self.reconcileInterval = reconcileInterval
             self.debounce = debounce
             self.supportedProtocols = supportedProtocols

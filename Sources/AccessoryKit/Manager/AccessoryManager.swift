@@ -87,7 +87,11 @@ public actor AccessoryManager {
     package init(configuration: Configuration, host: any USBHost) async throws(AccessoryError) {
         try configuration.validate()
         self.configuration = configuration
-        self.host = host
+        if let path = configuration.capturePath {
+            self.host = CapturingHost(host, recorder: try CaptureRecorder(path: path, logger: configuration.logger))
+        } else {
+            self.host = host
+        }
         self.policy = HotplugPolicy(includeHubs: configuration.includeHubs, supportedProtocols: configuration.supportedProtocols)
         self.logger = configuration.logger
         self.libusbVersion = host.version

@@ -1,0 +1,117 @@
+import AccessoryCapture
+import AccessoryCore
+import Glibc
+import Logging
+
+/// Where the manager records every transfer it makes, for `Configuration.capturePath`: a
+/// usbmon pcapng file (``USBCaptureWriter``), one `S` and one `C` record per transfer, with
+/// URB IDs of its own. A record that cannot be written is logged once; the transfers go on.
+final class CaptureRecorder: Sendable {
+    private let writer: USBCaptureWriter
+    private let logger: Logger
+    /// The next URB ID, and whether a write has failed (then it is logged once).
+    private let state = Locked((nextID: UInt64(1), failed: false))
+
+    /// Creates the file at `path` (emptied if it exists).
+    /// - Throws: `.io` naming the path when it cannot be created.
+    init(path: String, logger: Logger) throws(AccessoryError) {
+        do {
+            writer = try USBCaptureWriter(path: path)
+        } catch {
+            throw AccessoryError(.io, "cannot record the capture: \(error)", operation: "capture")
+        }
+        self.logger = logger
+    }
+
+    /// One transfer's place in the capture: what its completion needs.
+    struct URB: Sendable {
+        var id: UInt64
+        var bus: Int
+        var device: Int
+        var endpoint: UInt8
+        var kind: USBCapture.Transfer.Kind
+    }
+
+    /// Records a submission and returns its URB.
+    /// - Parameters:
+    ///   - endpoint: with the direction bit; for control, the setup's direction (0x00 or 0x80).
+    ///   - data: OUT only.
+    func submit(
+        bus: Int, device: Int, endpoint: UInt8, kind: USBCapture.Transfer.Kind, setup: USBCapture.Setup? = nil,
+        data: ArraySlice<UInt8> = [], requestedLength: Int
+    ) -> URB {
+        let id = state.withLock { s in
+            defer { s.nextID &+= 1 }
+            return s.nextID
+        }
+        let urb = URB(id: id, bus: bus, device: device, endpoint: endpoint, kind: kind)
+        note {
+            try writer.submit(
+                urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, setup: setup, data: Array(data),
+                requestedLength: requestedLength)
+        }
+        return urb
+    }
+
+    /// Records how `urb` ended: IN data received, or how many bytes went OUT.
+    func complete(_ urb: URB, _ completion: TransferCompletion) {
+        note {
+            try writer.complete(
+                urbID: urb.id, bus: urb.bus, device: urb.device, endpoint: urb.endpoint, kind: urb.kind,
+                status: Self.status(completion.status), data: urb.endpoint & 0x80 != 0 ? completion.data : [],
+                actualLength: completion.length)
+        }
+    }
+
+    /// Records a control transfer's end: its IN bytes, or the error it threw.
+    func complete(_ urb: URB, control result: Result<[UInt8], AccessoryError>, sent: Int) {
+        switch result {
+        case .success(let bytes):
+            complete(urb, TransferCompletion(status: .completed, data: bytes, length: urb.endpoint & 0x80 != 0 ? bytes.count : sent))
+        case .failure(let error):
+            complete(urb, TransferCompletion(status: Self.transferStatus(error.code), length: 0))
+        }
+    }
+
+    /// Records that `urb` could not be submitted (`E`).
+    func fail(_ urb: URB, _ error: AccessoryError) {
+        note {
+            try writer.fail(
+                urbID: urb.id, bus: urb.bus, device: urb.device, endpoint: urb.endpoint, kind: urb.kind,
+                status: Self.status(Self.transferStatus(error.code)))
+        }
+    }
+
+    /// usbmon's status for a transfer's end: 0, or the negative errno usbfs reports.
+    static func status(_ status: TransferStatus) -> Int32 {
+        switch status {
+        case .completed: 0
+        case .cancelled, .timedOut: -ENOENT  // libusb cancels a transfer that times out
+        case .stall: -EPIPE
+        case .noDevice: -ESHUTDOWN
+        case .overflow: -EOVERFLOW
+        case .error: -EPROTO
+        }
+    }
+
+    /// The transfer status an error of a control transfer stands for.
+    static func transferStatus(_ code: AccessoryError.Code) -> TransferStatus {
+        if code.disconnectReason != nil { return .noDevice }
+        if code == .stall { return .stall }
+        if code == .timeout || code == .cancelled { return .cancelled }
+        if code == .overflow { return .overflow }
+        return .error
+    }
+
+    private func note(_ write: () throws -> Void) {
+        do {
+            try write()
+        } catch {
+            let first = state.withLock { s in
+                defer { s.failed = true }
+                return !s.failed
+            }
+            if first { logger.warning("the capture is incomplete from here on: \(error)") }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import AccessoryCore
+
+/// A host whose opened devices record every transfer in a capture (``CaptureRecorder``); all
+/// else goes to the host it wraps. The manager wraps its host in one when the configuration
+/// names a `capturePath`.
+final class CapturingHost: USBHost {
+    let inner: any USBHost
+    let recorder: CaptureRecorder
+
+    init(_ inner: any USBHost, recorder: CaptureRecorder) {
+        self.inner = inner
+        self.recorder = recorder
+    }
+
+    func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
+        CapturingConnection(
+            try inner.open(bus: bus, address: address, vendor: vendor, product: product), recorder: recorder, bus: bus,
+            device: address)
+    }
+
+    func scan() -> SysfsScanner.Result { inner.scan() }
+    func device(named port: String) -> USBDeviceInfo? { inner.device(named: port) }
+    func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? { try inner.startMonitoring() }
+    func stopMonitoring() { inner.stopMonitoring() }
+    func didHandle(_ notice: HotplugNotice) { inner.didHandle(notice) }
+    func uptime() -> SystemUptime { inner.uptime() }
+    func schedule(at deadline: Duration, _ work: @escaping @Sendable () async -> Void) -> HostTimer {
+        inner.schedule(at: deadline, work)
+    }
+    var version: String? { inner.version }
+    func report(_ work: @escaping @Sendable () async -> Void) { inner.report(work) }
+}

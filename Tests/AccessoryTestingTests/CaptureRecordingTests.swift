@@ -1,0 +1,112 @@
+import AccessoryCore
+import AccessoryKit
+import AccessoryTestSupport
+import AccessoryTesting
+import Foundation
+import Testing
+
+/// `Configuration(capturePath:)`: every transfer the manager makes is in the capture, as usbmon
+/// would show it, and `USBCapture` and tshark read it back.
+@Suite("Recording a capture")
+struct CaptureRecordingTests {
+    static let device = SimulatedAccessory(
+        vendor: 0x1209, product: 0x0007, serial: "CAP",
+        responder: SimulatedResponder(
+            onWrite: { _, bytes in .respond([bytes]) },
+            onControl: { request, data in
+                switch (request.request, data) {
+                case (1, nil): return .data([0xde, 0xad, 0xbe, 0xef])
+                case (2, .some): return .accept
+                default: return .stall
+                }
+            }))
+
+    /// Echoes `payload` in writes of `chunk` bytes, sends two control requests (one refused),
+    /// and returns the capture's path.
+    static func record(_ payload: [UInt8], chunk: Int, in dir: URL) async throws -> String {
+        let path = dir.appendingPathComponent("session.pcapng").path
+        let usb = SimulatedUSB()
+        await usb.plug(device)
+        try await withAccessoryManager(configuration: .init(capturePath: path), usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            #expect(try await manager.controlTransfer(from: accessory, ControlRequest(.vendor, request: 1, value: 0x1234), length: 4) == [0xde, 0xad, 0xbe, 0xef])
+            try await manager.controlTransfer(to: accessory, ControlRequest(.vendor, request: 2, index: 3), data: [9, 8, 7])
+            await #expect(throws: AccessoryError.self) {
+                try await manager.controlTransfer(to: accessory, ControlRequest(.vendor, request: 5), data: [])
+            }
+            let echoed = try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session in
+                var echoed: [UInt8] = []
+                for start in stride(from: 0, to: payload.count, by: chunk) {
+                    try await session.write(Array(payload[start..<min(start + chunk, payload.count)]))
+                }
+                try await session.flush()
+                while echoed.count < payload.count { echoed += try await session.read() ?? [] }
+                return echoed
+            }
+            #expect(echoed == payload)
+        }
+        return path
+    }
+
+    @Test("Bulk OUT data in the capture is what was written, bulk IN what came back; control setups and a stall are there")
+    func sessionAndControlAreRecorded() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var rng = SplitMix64(seed: 27)
+        let payload = rng.bytes(100_000)
+        let path = try await Self.record(payload, chunk: 3_000, in: dir)
+
+        let capture = try USBCapture(path: path)
+        let device = try #require(capture.devices.first)
+        #expect(capture.devices.count == 1)
+        #expect(device.bus == 1)
+        let transfers = capture.transfers(of: device)
+        let control = transfers.filter { $0.kind == .control }
+        #expect(control.map { $0.setup?.request } == [1, 2, 5])
+        #expect(control.first?.setup?.value == 0x1234 && control.first?.data == [0xde, 0xad, 0xbe, 0xef])
+        #expect(control.first?.endpoint == 0x80 && control.dropFirst().first?.endpoint == 0x00)
+        #expect(control.dropFirst().first?.data == [9, 8, 7] && control.dropFirst().first?.setup?.index == 3)
+        #expect(control.map(\.status) == [0, 0, -32], "the refused request is a stall (-EPIPE)")
+
+        let outs = transfers.filter { $0.kind == .bulk && $0.endpoint == 0x01 }
+        let ins = transfers.filter { $0.kind == .bulk && $0.endpoint == 0x81 }
+        #expect(outs.allSatisfy { $0.status == 0 })
+        #expect(outs.flatMap(\.data) == payload, "bulk OUT carries the bytes written, in order")
+        #expect(ins.filter { $0.status == 0 }.flatMap(\.data) == payload, "bulk IN carries the echo, in order")
+        // Reads still in flight when the session closed were cancelled, as usbmon shows them.
+        #expect(ins.allSatisfy { $0.status == 0 || $0.status == -2 }, "\(Set(ins.map(\.status)))")
+        #expect(transfers.allSatisfy { $0.completed != nil }, "every URB completed")
+    }
+
+    @Test("tshark reads the capture with no malformed packet, and counts what capture summary counts", .needsTshark)
+    func tsharkReadsIt() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var rng = SplitMix64(seed: 7)
+        let path = try await Self.record(rng.bytes(20_000), chunk: 1_000, in: dir)
+        let dissection = try Tshark.verbose(path)
+        #expect(!dissection.contains("Malformed"))
+        #expect(!dissection.contains("Expert Info (Error"))
+        let theirs = try Tshark.summary(of: path).counts
+        let ours = Tshark.counts(of: try USBCaptureSummary(path: path))
+        #expect(!theirs.isEmpty)
+        #expect(ours == theirs)
+    }
+
+    @Test("A capture path that cannot be created stops the manager from starting, naming the path")
+    func unwritablePath() async throws {
+        let usb = SimulatedUSB()
+        await #expect {
+            _ = try await AccessoryManager(configuration: .init(capturePath: "/nonexistent-dir/x.pcapng"), usb: usb)
+        } throws: { error in
+            guard let error = error as? AccessoryError else { return false }
+            return error.code == .io && error.message.contains("/nonexistent-dir/x.pcapng")
+        }
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("capture-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+}
