@@ -1,5 +1,6 @@
 import Foundation
 import AccessoryTestSupport
+import AccessoryTraces
 import Testing
 
 /// `accessoryctl open` against the simulator's loopback accessories. Nested in the live
@@ -31,6 +32,37 @@ extension LiveCLITests {
             let sums = try CLI.run("/usr/bin/sha256sum", [input.path, output.path]).stdoutLines.map { $0.split(separator: " ")[0] }
             #expect(sums.count == 2 && sums[0] == sums[1], "\(sums)")
             #expect((try? Data(contentsOf: output).count) == 4 << 20)
+        }
+
+        @Test("open --capture: a 1 MiB echo is recorded as usbmon pcapng; tshark finds no malformed packet, and bulk OUT carries the input byte for byte", .needsTshark)
+        func capturesTheEcho() throws {
+            let dir = try CLI.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let input = dir.appendingPathComponent("in.bin")
+            let output = dir.appendingPathComponent("out.bin")
+            let capture = dir.appendingPathComponent("echo.pcapng")
+            var rng = SplitMix64(seed: 1 << 20)
+            let bytes = rng.bytes(1 << 20)
+            try Data(bytes).write(to: input)
+            let command = "'\(OpenCLI.accessoryctl)' open 1209:0001:SN1 --protocol org.example.loopback --idle-timeout 0.3 --capture '\(capture.path)' < '\(input.path)' > '\(output.path)'"
+            let r = try CLI.run("/bin/sh", ["-c", command])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect((try? Data(contentsOf: output)) == Data(bytes))
+            let dissection = try Tshark.verbose(capture.path)
+            #expect(!dissection.contains("Malformed"))
+            #expect(!dissection.contains("Expert Info (Error"))
+            // tshark's own view of the bulk OUT data: every S record's payload on endpoint 0x01.
+            let fields = try Tshark.run([
+                "-r", capture.path, "-Y", "usb.endpoint_address == 0x01 && usb.urb_type == 0x53", "-T", "fields", "-e", "usb.capdata",
+            ])
+            let digits = Array(fields.utf8).filter { $0 != UInt8(ascii: ":") && $0 != UInt8(ascii: "\n") }
+            let value: (UInt8) -> UInt8 = { $0 <= UInt8(ascii: "9") ? $0 - UInt8(ascii: "0") : ($0 | 0x20) - UInt8(ascii: "a") + 10 }
+            let sent = stride(from: 0, to: digits.count - 1, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
+            #expect(sent.count == bytes.count)
+            #expect(sent == bytes, "bulk OUT in the capture equals the input")
+            let summary = try CLI.run(OpenCLI.accessoryctl, ["capture", "summary", capture.path, "--json"])
+            #expect(summary.status == 0)
+            #expect(try Tshark.counts(fromSummaryJSON: summary.stdout) == Tshark.summary(of: capture.path).counts)
         }
 
         @Test("An unknown target exits 1 and lists what is present")
