@@ -9,7 +9,9 @@ extension AccessoryManager {
     /// The protocol picks the interface: a vendor-specific interface whose string descriptor
     /// is the protocol name, else one the manager's ``Configuration/protocolTable`` declares.
     /// The session claims it (detaching a kernel driver only when
-    /// ``AccessorySession/Options/detachKernelDriver`` asks) and starts reading at once.
+    /// ``AccessorySession/Options/detachKernelDriver`` asks). It reads nothing until the
+    /// code does: no IN transfer is submitted before the first read, `input` iteration or
+    /// ``AccessorySession/transferIn(_:length:timeout:)``.
     ///
     /// - Parameters:
     ///   - name: a name for diagnostics and for `.busy` messages; `session-N` by default.
@@ -87,7 +89,6 @@ extension AccessoryManager {
             maxPacketSize: max(prepared.outEndpoint.packetSize, 1), manager: self, device: prepared.device,
             detachedDriver: prepared.detachedDriver, pipe: prepared.pipe, logger: configuration.logger)
         sessions.open(key, SessionEntry(handle: session, resources: session.resources))
-        prepared.pipe.startInput()
         configuration.logger.debug(
             "opened \(session): \(protocolName) on accessory \(label), interface \(prepared.interface), endpoints \(hexByte(prepared.outEndpoint.address)) and \(hexByte(prepared.inEndpoint.address))")
         return session
