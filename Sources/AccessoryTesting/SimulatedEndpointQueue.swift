@@ -11,7 +11,14 @@ final class SimulatedEndpointQueue: EndpointQueue {
     let operation: String
     let device: String
     private let endpoints: SimulatedEndpoints
-    private let state = Locked<(handler: (@Sendable (TransferCompletion) -> Void)?, pending: Int)>((nil, 0))
+    private let state = Locked(State())
+
+    /// A struct, not a tuple: a closure in a tuple that is a lock's whole value grows by two
+    /// thunks at every access.
+    private struct State {
+        var handler: (@Sendable (TransferCompletion) -> Void)?
+        var pending = 0
+    }
 
     init(endpoints: SimulatedEndpoints, endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, capacity: Int) {
         self.endpoints = endpoints
@@ -49,7 +56,7 @@ final class SimulatedEndpointQueue: EndpointQueue {
 
     func close() {
         endpoints.remove(self)
-        state.withLock { $0 = (nil, 0) }
+        state.withLock { $0 = State() }
     }
 
     /// One of its transfers ended (on the device's event queue).

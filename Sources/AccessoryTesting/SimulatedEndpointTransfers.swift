@@ -9,7 +9,12 @@ final class SimulatedEndpointTransfers: EndpointTransfers {
     let operation: String
     let device: String
     private let endpoints: SimulatedEndpoints
-    private let handler = Locked<(@Sendable (UInt64, TransferCompletion) -> Void)?>(nil)
+    /// In a struct: a bare closure as a lock's value grows by two thunks at every access.
+    private let handler = Locked(Handler())
+
+    private struct Handler {
+        var call: (@Sendable (UInt64, TransferCompletion) -> Void)?
+    }
 
     init(endpoints: SimulatedEndpoints, endpoint: UInt8, type: USBEndpoint.TransferType) {
         self.endpoints = endpoints
@@ -19,7 +24,7 @@ final class SimulatedEndpointTransfers: EndpointTransfers {
     }
 
     func setCompletionHandler(_ handler: @escaping @Sendable (UInt64, TransferCompletion) -> Void) {
-        self.handler.withLock { $0 = handler }
+        self.handler.withLock { $0.call = handler }
     }
 
     func submit(_ bytes: [UInt8], timeout: Duration?, tag: UInt64) -> AccessoryError? {
@@ -40,11 +45,11 @@ final class SimulatedEndpointTransfers: EndpointTransfers {
 
     func close() {
         endpoints.remove(self)
-        handler.withLock { $0 = nil }
+        handler.withLock { $0.call = nil }
     }
 
     /// The transfer of call `tag` ended (on the device's event queue).
     func completed(_ tag: UInt64, _ completion: TransferCompletion) {
-        handler.withLock { $0 }?(tag, completion)
+        handler.withLock { $0.call }?(tag, completion)
     }
 }

@@ -18,13 +18,19 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     private let type: USBEndpoint.TransferType
     private let maxPacketSize: Int
     private let handle: LibUSBDeviceHandle
-    private let handler = Mutex<(@Sendable (UInt64, TransferCompletion) -> Void)?>(nil)
+    private let handler = Mutex(Handler())
     private let state = Mutex(State())
 
     /// Idle transfers kept for the next calls, and the largest buffer kept: a call larger
     /// than that gets a transfer of its own, freed once it completes.
     static let idleLimit = 4
     static let keptBufferLimit = 64 * 1024
+
+    /// The completion handler, in a struct (see ``LibUSBTransferQueue``'s: a bare closure in a
+    /// `Mutex` grows by two thunks at every access).
+    private struct Handler {
+        var call: (@Sendable (UInt64, TransferCompletion) -> Void)?
+    }
 
     private struct State {
         var idle: [LibUSBTransfer] = []
@@ -42,7 +48,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     }
 
     func setCompletionHandler(_ handler: @escaping @Sendable (UInt64, TransferCompletion) -> Void) {
-        self.handler.withLock { $0 = handler }
+        self.handler.withLock { $0.call = handler }
     }
 
     func submit(_ bytes: [UInt8], timeout: Duration?, tag: UInt64) -> AccessoryError? {
@@ -114,7 +120,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
             precondition(s.pending.isEmpty, "transfers freed while pending on \(operation)")
             s.idle.removeAll()
         }
-        handler.withLock { $0 = nil }
+        handler.withLock { $0.call = nil }
     }
 
     func transferCompleted(_ transfer: LibUSBTransfer, status: TransferStatus, length: Int) {
@@ -126,6 +132,6 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
             keep(transfer, &s)
             return transfer.tag
         }
-        handler.withLock { $0 }?(tag, TransferCompletion(status: status, data: data, length: length))
+        handler.withLock { $0.call }?(tag, TransferCompletion(status: status, data: data, length: length))
     }
 }

@@ -27,10 +27,15 @@ final class EndpointCalls: Sendable {
     let settings: [UInt8: [AccessoryEndpoint]]
     /// For messages, such as `session 'x'`.
     let sessionDescription: String
-    private let device: (any USBDeviceConnection)?
     private let state: Locked<State>
-    private let onGone = Locked<(@Sendable (DeviceGoneSign) -> Void)?>(nil)
+    private let onGone = Locked(GoneHandler())
     private let ids = Atomic<UInt64>(0)
+
+    /// Who hears of a vanished device; a struct, as a bare closure in a lock grows by two
+    /// thunks at every access.
+    private struct GoneHandler {
+        var call: (@Sendable (DeviceGoneSign) -> Void)?
+    }
 
     /// One call: waiting to be submitted, in flight, or parked until the session fails.
     private struct Call {
@@ -53,6 +58,8 @@ final class EndpointCalls: Sendable {
     }
 
     private struct State {
+        /// The open device; `nil` once released (the session's close drops the last reference).
+        var device: (any USBDeviceConnection)?
         var alternate: UInt8
         var lanes: [UInt8: Lane] = [:]
         var calls: [UInt64: Call] = [:]
@@ -76,12 +83,12 @@ final class EndpointCalls: Sendable {
         var drains: [CheckedContinuation<Void, Never>] = []
         var gone: DeviceGoneSign?
 
-        func run(_ onGone: Locked<(@Sendable (DeviceGoneSign) -> Void)?>) {
+        func run(_ onGone: Locked<GoneHandler>) {
             for (c, r) in resume { c.resume(returning: r) }
             for (t, tag) in cancel { t.cancel(tag: tag) }
             for t in cancelAll { t.cancelAll() }
             for c in drains { c.resume() }
-            if let gone, let report = onGone.withLock({ $0 }) { report(gone) }
+            if let gone, let report = onGone.withLock({ $0.call }) { report(gone) }
         }
     }
 
@@ -90,11 +97,10 @@ final class EndpointCalls: Sendable {
         device: (any USBDeviceConnection)?, interface: UInt8, alternate: UInt8, settings: [UInt8: [AccessoryEndpoint]],
         sessionDescription: String
     ) {
-        self.device = device
         self.interfaceNumber = interface
         self.settings = settings
         self.sessionDescription = sessionDescription
-        self.state = Locked(State(alternate: alternate))
+        self.state = Locked(State(device: device, alternate: alternate))
     }
 
     /// No device, no endpoint: for data planes built without one (tests).
@@ -104,7 +110,7 @@ final class EndpointCalls: Sendable {
 
     /// Sets who is told, once per session, that a transfer found the device (maybe) gone.
     func setDeviceGoneHandler(_ handler: @escaping @Sendable (DeviceGoneSign) -> Void) {
-        onGone.withLock { $0 = handler }
+        onGone.withLock { $0.call = handler }
     }
 
     /// The current alternate setting.
@@ -160,7 +166,7 @@ final class EndpointCalls: Sendable {
                 return nil
             }
             if s.lanes[address] == nil {
-                switch makeLane(endpoint) {
+                switch makeLane(endpoint, on: s.device) {
                 case .success(let lane): s.lanes[address] = lane
                 case .failure(let error):
                     fx.resume.append((c, .failure(error)))
@@ -204,7 +210,7 @@ final class EndpointCalls: Sendable {
 
     /// Why a new call cannot start now, if it cannot.
     private func refusal(_ s: State) -> AccessoryError? {
-        if s.closed { return AccessoryError(.sessionClosed, "\(sessionDescription) is closed", operation: "transfer") }
+        if s.closed { return closedError() }
         if let failure = s.failure { return failure }
         if s.switching {
             return AccessoryError(.busy, "\(sessionDescription) is selecting an alternate setting", operation: "transfer")
@@ -212,7 +218,7 @@ final class EndpointCalls: Sendable {
         return nil
     }
 
-    private func makeLane(_ endpoint: AccessoryEndpoint) -> Result<Lane, AccessoryError> {
+    private func makeLane(_ endpoint: AccessoryEndpoint, on device: (any USBDeviceConnection)?) -> Result<Lane, AccessoryError> {
         guard let device else {
             return .failure(AccessoryError(.notFound, "\(sessionDescription) has no device", operation: "\(endpoint)"))
         }
@@ -366,10 +372,14 @@ final class EndpointCalls: Sendable {
         s.drainWaiters.removeAll()
     }
 
-    /// Frees every endpoint's transfers. Call it once closed and drained.
+    /// Frees every endpoint's transfers and lets go of the device. Call it once closed and
+    /// drained.
     func release() {
         let lanes = state.withLock { s in
-            defer { s.lanes.removeAll() }
+            defer {
+                s.lanes.removeAll()
+                s.device = nil
+            }
             return s.lanes.values.map(\.transfers)
         }
         for t in lanes { t.close() }
