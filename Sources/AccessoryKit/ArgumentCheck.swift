@@ -15,6 +15,13 @@ package enum ArgumentCheck {
     /// `proc_control` refuses more with `EINVAL`).
     package static let maxControlTransferLength = 4096
 
+    /// The most bytes one ``AccessorySession/transferIn(_:length:timeout:)`` asks for.
+    package static let maxTransferInLength = 65_535
+
+    /// The most bytes one ``AccessorySession/transferOut(_:_:timeout:)`` sends: usbfs's
+    /// default memory limit, as for ``AccessorySession/Options/transferSize``.
+    package static let maxTransferOutLength = 16 << 20
+
     /// `value`, or the error "NAME VALUE is out of range: LOWER...UPPER".
     @discardableResult
     package static func check(

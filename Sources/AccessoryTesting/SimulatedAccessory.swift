@@ -1,8 +1,10 @@
-/// A virtual accessory to plug into a ``SimulatedUSB``: its IDs, strings and protocols, and
+/// A virtual accessory to plug into a ``SimulatedUSB``: its IDs, strings and interfaces, and
 /// the responder that plays its part in sessions.
 ///
-/// It has one vendor-specific interface per protocol, interface N named by protocol N, with
-/// a bulk OUT endpoint `0x01+N` and a bulk IN endpoint `0x81+N` of 512-byte packets.
+/// It has one vendor-specific interface per protocol, interface N named by protocol N. Made
+/// with `protocols:`, interface N has a bulk OUT endpoint `0x01+N` and a bulk IN endpoint
+/// `0x81+N` of 512-byte packets; made with `interfaces:`, each has the endpoints and
+/// alternate settings its ``SimulatedInterface`` lists.
 public struct SimulatedAccessory: Sendable {
     /// The USB vendor ID (`idVendor`).
     public var vendor: UInt16
@@ -11,7 +13,13 @@ public struct SimulatedAccessory: Sendable {
     /// The serial number string, or `nil` for a device without one.
     public var serial: String?
     /// The protocols it speaks, one vendor-specific interface each, in interface order.
-    public var protocols: [String]
+    /// Setting it gives every interface the default bulk pair.
+    public var protocols: [String] {
+        get { interfaces.map(\.protocolName) }
+        set { interfaces = newValue.enumerated().map { SimulatedInterface.bulkPair(protocol: $1, number: $0) } }
+    }
+    /// Its interfaces, interface N at index N.
+    public var interfaces: [SimulatedInterface]
     /// What it does with the data and control requests of sessions.
     public var responder: SimulatedResponder
     /// The manufacturer string, or `nil`.
@@ -39,10 +47,38 @@ public struct SimulatedAccessory: Sendable {
         responder: SimulatedResponder = .loopback, manufacturer: String? = "Example", name: String? = "Simulated Accessory",
         bcdDevice: UInt16 = 0x0100
     ) {
+        self.init(
+            vendor: vendor, product: product, serial: serial,
+            interfaces: protocols.enumerated().map { SimulatedInterface.bulkPair(protocol: $1, number: $0) }, responder: responder,
+            manufacturer: manufacturer, name: name, bcdDevice: bcdDevice)
+    }
+
+    /// An accessory with these interfaces (each with its endpoints and alternate settings),
+    /// whose transfers `responder` answers: a per-endpoint one
+    /// (``SimulatedResponder/init(onTransfer:)``) sees each endpoint's transfers; a write
+    /// responder (the default echoes) answers on each interface's first IN endpoint.
+    ///
+    /// ```swift
+    /// let reader = SimulatedAccessory(
+    ///     vendor: 0x1209, product: 0x0042, serial: "FP1",
+    ///     interfaces: [SimulatedInterface(protocol: "com.example.reader", endpoints: [
+    ///         AccessoryEndpoint(address: 0x01, kind: .bulk, maxPacketSize: 64),
+    ///         AccessoryEndpoint(address: 0x82, kind: .bulk, maxPacketSize: 64),
+    ///         AccessoryEndpoint(address: 0x83, kind: .interrupt, maxPacketSize: 8),
+    ///     ])],
+    ///     responder: SimulatedResponder { transfer, device in
+    ///         if transfer.endpoint == 0x01 { device.queue([0x90, 0x00], on: 0x82) }
+    ///         return .queued
+    ///     })
+    /// ```
+    public init(
+        vendor: UInt16, product: UInt16, serial: String? = nil, interfaces: [SimulatedInterface],
+        responder: SimulatedResponder = .loopback, manufacturer: String? = "Example", name: String? = "Simulated Accessory", bcdDevice: UInt16 = 0x0100
+    ) {
         self.vendor = vendor
         self.product = product
         self.serial = serial
-        self.protocols = protocols
+        self.interfaces = interfaces
         self.responder = responder
         self.manufacturer = manufacturer
         self.name = name
@@ -101,10 +137,10 @@ extension SimulatedAccessory {
 }
 
 extension SimulatedAccessory: Hashable {
-    /// Equal IDs, strings, protocols and Android role. The responder is behaviour, not identity, so it is not
-    /// compared.
+    /// Equal IDs, strings, interfaces and Android role. The responder is behaviour, not
+    /// identity, so it is not compared.
     public static func == (lhs: SimulatedAccessory, rhs: SimulatedAccessory) -> Bool {
-        lhs.vendor == rhs.vendor && lhs.product == rhs.product && lhs.serial == rhs.serial && lhs.protocols == rhs.protocols
+        lhs.vendor == rhs.vendor && lhs.product == rhs.product && lhs.serial == rhs.serial && lhs.interfaces == rhs.interfaces
             && lhs.manufacturer == rhs.manufacturer && lhs.name == rhs.name && lhs.bcdDevice == rhs.bcdDevice
             && lhs.androidRole == rhs.androidRole
     }

@@ -1,13 +1,11 @@
 import AccessoryCore
 import AccessoryKit
-import Dispatch
-import Synchronization
 
-/// An opened simulated device. Its endpoints are ``SimulatedEndpointQueue``s whose transfers
-/// a serial event queue completes, as libusb's event thread does: each OUT transfer goes to
-/// the accessory's ``SimulatedResponder``, whose answers wait on the matching IN endpoint
-/// until the host asks for them. When the device is unplugged, the pending transfers end as
-/// the kernel ends them (OUT with NO_DEVICE, IN with a transfer error, as ESHUTDOWN and
+/// An opened simulated device. Its bulk and interrupt endpoints are a
+/// ``SimulatedEndpoints``, whose event queue completes their transfers as libusb's event
+/// thread does, with the accessory's ``SimulatedResponder`` answering them; control requests
+/// are answered on the calling task. When the device is unplugged, the pending transfers end
+/// as the kernel ends them (OUT with NO_DEVICE, IN with a transfer error, as ESHUTDOWN and
 /// EPROTO), and every later call throws that the device is gone (NO_DEVICE).
 final class SimulatedDeviceConnection: USBDeviceConnection {
     let node: String
@@ -17,26 +15,8 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     private let system: SimulatedSystem
     private let instance: UInt64
     private let configuration: USBConfiguration?
-    private let events = DispatchQueue(label: "accessorytesting.device-events")
-
-    private struct Queues {
-        weak var input: SimulatedEndpointQueue?
-        weak var output: SimulatedEndpointQueue?
-    }
-
-    private struct State {
-        var gone = false
-        /// How IN transfers pending when the device went end.
-        var inGone = TransferStatus.noDevice
-        var claimed: Set<UInt8> = []
-        var halted: Set<UInt8> = []
-        /// What the accessory has sent on each IN endpoint that the host has not read yet.
-        var answers: [UInt8: [[UInt8]]] = [:]
-        var queues: [UInt8: Queues] = [:]
-        var pumpScheduled = false
-    }
-
-    private let state = Locked(State())
+    private let endpoints: SimulatedEndpoints
+    private let claimed = Locked<Set<UInt8>>([])
 
     init(system: SimulatedSystem, device: SimulatedSystem.Device) throws(AccessoryError) {
         guard let accessory = device.accessory, let address = device.info.descriptor.address else {
@@ -50,12 +30,14 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         self.startAnswer = accessory.startAnswer
         self.configuration = device.info.configuration
         self.node = "bus \(device.info.descriptor.bus) address \(address)"
-        guard system.watch(instance: device.instance, { [weak self] inStatus in self?.deviceGone(inStatus: inStatus) }) else {
+        let endpoints = SimulatedEndpoints(node: node, responder: accessory.responder, configuration: configuration, system: system)
+        self.endpoints = endpoints
+        guard system.watch(instance: device.instance, { [weak endpoints] inStatus in endpoints?.deviceGone(inStatus: inStatus) }) else {
             throw goneError("open")
         }
     }
 
-    var isGone: Bool { state.withLock { $0.gone } }
+    var isGone: Bool { endpoints.isGone }
 
     private func goneError(_ operation: String) -> AccessoryError {
         AccessoryError(
@@ -74,17 +56,23 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         guard system.claim(instance: instance, interface: number) else {
             throw AccessoryError(.busy, "interface \(number) is claimed by another connection", operation: "claim interface \(number)")
         }
-        state.withLock { _ = $0.claimed.insert(number) }
+        claimed.withLock { _ = $0.insert(number) }
     }
 
     func releaseInterface(_ number: UInt8) throws(AccessoryError) {
-        let held = state.withLock { $0.claimed.remove(number) != nil }
+        let held = claimed.withLock { $0.remove(number) != nil }
         if held { system.release(instance: instance, interface: number) }
         try checkPresent("release interface \(number)")
     }
 
+    /// SET_INTERFACE: refused (as usbfs refuses it, EINVAL) for a setting the interface does
+    /// not have.
     func setAlternateSetting(_ alternate: UInt8, interface number: UInt8) throws(AccessoryError) {
-        try checkPresent("set interface \(number) alternate \(alternate)")
+        let operation = "set interface \(number) alternate setting \(alternate)"
+        try checkPresent(operation)
+        guard endpoints.selectAlternate(alternate, interface: number) else {
+            throw AccessoryError(.io, "\(operation) failed on \(node): LIBUSB_ERROR_IO", operation: operation, rawValue: -1)
+        }
     }
 
     func isKernelDriverActive(interface number: UInt8) throws(AccessoryError) -> Bool {
@@ -102,8 +90,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
 
     func clearHalt(endpoint: UInt8) throws(AccessoryError) {
         try checkPresent("clear halt 0x\(String(endpoint, radix: 16))")
-        state.withLock { _ = $0.halted.remove(endpoint) }
-        schedulePump()
+        endpoints.clearHalt(endpoint)
     }
 
     func reset() throws(AccessoryError) {
@@ -116,37 +103,74 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
     ) throws(AccessoryError) -> any EndpointQueue {
         try checkPresent("open endpoint 0x\(String(endpoint, radix: 16))")
-        let queue = SimulatedEndpointQueue(connection: self, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, capacity: transfers)
-        state.withLock { s in
-            let pair = endpoint & 0x0f
-            if endpoint & 0x80 != 0 { s.queues[pair, default: Queues()].input = queue } else { s.queues[pair, default: Queues()].output = queue }
-        }
-        return queue
+        return SimulatedEndpointQueue(endpoints: endpoints, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, capacity: transfers)
+    }
+
+    func makeEndpointTransfers(
+        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int
+    ) throws(AccessoryError) -> any EndpointTransfers {
+        SimulatedEndpointTransfers(endpoints: endpoints, endpoint: endpoint, type: type)
     }
 
     /// A control request goes to the accessory's Android Open Accessory part when it plays
     /// a phone, else to its responder. One over Linux usbfs's limit is refused with the
-    /// error the real host gives.
+    /// error the real host gives. A delay in the answer passes on the virtual clock; one that
+    /// never comes ends with `.timeout` once `timeout` has passed there.
     func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8] {
         let operation = controlOperation(request, isIn: data.isIn)
         try ArgumentCheck.controlLength(data.length, operation: operation)
-        _ = try ArgumentCheck.timeout(timeout, operation: operation)
+        let limit = try ArgumentCheck.timeout(timeout, operation: operation)
         try checkPresent(operation)
         let outData: [UInt8]? = if case .send(let bytes) = data { bytes } else { nil }
-        let reply = androidRole.flatMap { role in
-            system.androidControl(instance: instance, role: role, request, outData)
-        } ?? responder.onControl(request, outData)
-        system.noteActivity()
-        if androidRole == .phone, reply == .accept, SimulatedSystem.isStart(request, outData) {
-            try startFailure(operation)
+        var answer: SimulatedTransfer.Answer
+        if let role = androidRole, let reply = system.androidControl(instance: instance, role: role, request, outData) {
+            answer = switch reply {
+            case .accept: .accept
+            case .data(let bytes): .data(bytes)
+            case .stall: .stall
+            }
+            if role == .phone, reply == .accept, SimulatedSystem.isStart(request, outData) { try startFailure(operation) }
+        } else {
+            let transfer = SimulatedTransfer(
+                kind: .control, endpoint: data.isIn ? 0x80 : 0x00, data: outData ?? [], length: data.length, setup: request)
+            answer = responder.answer(transfer, streamIn: nil, endpoints.context)
         }
-        switch reply {
-        case .stall:
-            throw AccessoryError(.stall, "\(node) refused the request (STALL)", operation: operation)
-        case .accept:
-            return []
-        case .data(let bytes):
-            return data.isIn ? Array(bytes.prefix(data.length)) : []
+        system.noteActivity()
+        while true {
+            switch answer {
+            case .accept, .queued:
+                return []
+            case .data(let bytes):
+                return data.isIn ? Array(bytes.prefix(data.length)) : []
+            case .stall:
+                throw AccessoryError(.stall, "\(node) refused the request (STALL)", operation: operation)
+            case .failure(.noDevice):
+                throw goneError(operation)
+            case .failure(.protocolError):
+                throw AccessoryError(.io, "the control transfer on \(node) failed (EPROTO)", operation: operation, rawValue: -1)
+            case .failure(.overflow):
+                throw AccessoryError(.overflow, "\(node) sent more data than asked for", operation: operation)
+            case .error(let error):
+                throw error
+            case .never:
+                try await sleep(limit ?? ArgumentCheck.longestTimeout, operation)
+                throw AccessoryError(.timeout, "\(node) did not answer within \(timeout)", operation: operation)
+            case .after(let delay, let next):
+                try await sleep(delay, operation)
+                try checkPresent(operation)
+                answer = next
+            }
+        }
+    }
+
+    /// Waits `duration` on the virtual clock.
+    private func sleep(_ duration: Duration, _ operation: String) async throws(AccessoryError) {
+        do {
+            try await system.sleep(until: system.now + duration)
+        } catch let stalled as AccessoryError {
+            throw stalled
+        } catch {
+            throw AccessoryError(.cancelled, "the control transfer was cancelled", operation: operation)
         }
     }
 
@@ -160,105 +184,5 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
             throw AccessoryError(.io, "the control transfer on \(node) failed (EPROTO)", operation: operation, rawValue: -1)
         case .timeout: throw AccessoryError(.timeout, "\(node) did not complete the request in time", operation: operation, rawValue: -7)
         }
-    }
-
-    // MARK: The event queue
-
-    /// The device left: every transfer pending now ends (IN ones with `inStatus`), and every
-    /// later call fails with NO_DEVICE.
-    private func deviceGone(inStatus: TransferStatus) {
-        state.withLock { s in
-            guard !s.gone else { return }
-            s.gone = true
-            s.inGone = inStatus
-        }
-        schedulePump()
-    }
-
-    func schedulePump() {
-        let first = state.withLock { s in
-            defer { s.pumpScheduled = true }
-            return !s.pumpScheduled
-        }
-        guard first else { return }
-        // Counted until it ends, so that the simulation waits for the completions (and
-        // their reports to the manager) before it moves on.
-        system.begin(.delivery)
-        events.async {
-            self.pump()
-            self.system.end(.delivery)
-        }
-    }
-
-    /// Moves every transfer on as far as it can go, completing them in submission order per
-    /// endpoint. Runs on ``events`` only.
-    private func pump() {
-        state.withLock { $0.pumpScheduled = false }
-        var moved = true
-        while moved {
-            moved = false
-            let (gone, queues) = state.withLock { ($0.gone, $0.queues) }
-            for (pair, q) in queues.sorted(by: { $0.key < $1.key }) {
-                if let out = q.output { moved = pumpOut(out, pair: pair, gone: gone) || moved }
-                if let input = q.input { moved = pumpIn(input, gone: gone) || moved }
-            }
-        }
-    }
-
-    /// How a transfer ends without the accessory's part: cancelled, the device gone, or the
-    /// endpoint halted; `nil` when it goes on.
-    private func endsEarly(_ transfer: SimulatedEndpointQueue.Transfer, on endpoint: UInt8, gone: Bool) -> TransferStatus? {
-        if transfer.cancelled { return .cancelled }
-        if gone { return endpoint & 0x80 != 0 ? state.withLock { $0.inGone } : .noDevice }
-        if state.withLock({ $0.halted.contains(endpoint) }) { return .stall }
-        return nil
-    }
-
-    private func pumpOut(_ queue: SimulatedEndpointQueue, pair: UInt8, gone: Bool) -> Bool {
-        var moved = false
-        while let transfer = queue.head {
-            if let status = endsEarly(transfer, on: queue.endpoint, gone: gone) {
-                queue.completeHead(TransferCompletion(status: status, length: 0))
-            } else if transfer.ignored {
-                return moved
-            } else {
-                switch responder.onWrite(Int(pair) - 1, transfer.bytes ?? []) {
-                case .respond(let chunks):
-                    state.withLock { $0.answers[0x80 | pair, default: []].append(contentsOf: chunks) }
-                    queue.completeHead(TransferCompletion(status: .completed, length: transfer.length))
-                case .stall:
-                    state.withLock { _ = $0.halted.insert(queue.endpoint) }
-                    queue.completeHead(TransferCompletion(status: .stall, length: 0))
-                case .ignore:
-                    queue.markHeadIgnored()
-                    return moved
-                }
-            }
-            moved = true
-        }
-        return moved
-    }
-
-    private func pumpIn(_ queue: SimulatedEndpointQueue, gone: Bool) -> Bool {
-        var moved = false
-        while let transfer = queue.head {
-            if let status = endsEarly(transfer, on: queue.endpoint, gone: gone) {
-                queue.completeHead(TransferCompletion(status: status, length: 0))
-            } else {
-                // Up to the transfer's length from the oldest answer; the rest waits.
-                let data: [UInt8]? = state.withLock { s in
-                    guard var pending = s.answers[queue.endpoint], !pending.isEmpty else { return nil }
-                    let chunk = pending[0]
-                    let take = min(chunk.count, transfer.length)
-                    if take < chunk.count { pending[0] = Array(chunk[take...]) } else { pending.removeFirst() }
-                    s.answers[queue.endpoint] = pending
-                    return Array(chunk[..<take])
-                }
-                guard let data else { return moved }
-                queue.completeHead(TransferCompletion(status: .completed, data: data))
-            }
-            moved = true
-        }
-        return moved
     }
 }

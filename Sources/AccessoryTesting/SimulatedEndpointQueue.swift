@@ -1,85 +1,68 @@
 import AccessoryCore
 import AccessoryKit
-import Synchronization
 
-/// One endpoint of a simulated device, as a transfer queue: transfers wait here until the
-/// device's event queue (``SimulatedDeviceConnection``) completes them, in submission order.
+/// One endpoint of a simulated device, as a session's stream uses it: an ``EndpointQueue``
+/// whose transfers wait in the device's ``SimulatedEndpoints`` until the accessory completes
+/// them, in submission order.
 final class SimulatedEndpointQueue: EndpointQueue {
-    /// One submitted transfer: OUT carries its bytes, IN asks for a length.
-    struct Transfer: Sendable {
-        var bytes: [UInt8]?
-        var length: Int
-        var cancelled = false
-        /// OUT: the responder said it never takes this transfer.
-        var ignored = false
-    }
-
     let endpoint: UInt8
     let maxPacketSize: Int
     let capacity: Int
     let operation: String
     let device: String
-    let connection: SimulatedDeviceConnection
-    private let state = Locked<(handler: (@Sendable (TransferCompletion) -> Void)?, transfers: [Transfer])>((nil, []))
+    private let endpoints: SimulatedEndpoints
+    private let state = Locked(State())
 
-    init(connection: SimulatedDeviceConnection, endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, capacity: Int) {
-        self.connection = connection
+    /// A struct, not a tuple: a closure in a tuple that is a lock's whole value grows by two
+    /// thunks at every access.
+    private struct State {
+        var handler: (@Sendable (TransferCompletion) -> Void)?
+        var pending = 0
+    }
+
+    init(endpoints: SimulatedEndpoints, endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, capacity: Int) {
+        self.endpoints = endpoints
         self.endpoint = endpoint
         self.maxPacketSize = maxPacketSize
         self.capacity = capacity
         self.operation = endpointOperation(endpoint, type)
-        self.device = connection.node
+        self.device = endpoints.node
     }
 
-    var isIn: Bool { endpoint & 0x80 != 0 }
-    var pending: Int { state.withLock { $0.transfers.count } }
+    var pending: Int { state.withLock { $0.pending } }
 
     func setCompletionHandler(_ handler: @escaping @Sendable (TransferCompletion) -> Void) {
         state.withLock { $0.handler = handler }
     }
 
     func submit(_ bytes: ArraySlice<UInt8>) -> AccessoryError? {
-        enqueue(Transfer(bytes: Array(bytes), length: bytes.count))
+        submit(bytes: Array(bytes), length: bytes.count)
     }
 
     func submit(length: Int) -> AccessoryError? {
-        enqueue(Transfer(bytes: nil, length: length))
+        submit(bytes: nil, length: length)
     }
 
-    private func enqueue(_ transfer: Transfer) -> AccessoryError? {
-        if connection.isGone {
-            return TransferStatus.noDevice.error(operation: operation, device: device)
-        }
-        state.withLock { $0.transfers.append(transfer) }
-        connection.schedulePump()
-        return nil
+    private func submit(bytes: [UInt8]?, length: Int) -> AccessoryError? {
+        state.withLock { $0.pending += 1 }
+        let error = endpoints.submit(endpoint, .stream(self), bytes: bytes, length: length, timeout: nil, operation: operation)
+        if error != nil { state.withLock { $0.pending -= 1 } }
+        return error
     }
 
     func cancelAll() {
-        state.withLock { s in
-            for i in s.transfers.indices { s.transfers[i].cancelled = true }
-        }
-        connection.schedulePump()
+        endpoints.cancel(self)
     }
 
     func close() {
-        state.withLock { $0 = (nil, []) }
+        endpoints.remove(self)
+        state.withLock { $0 = State() }
     }
 
-    // MARK: On the device's event queue
-
-    /// The oldest pending transfer.
-    var head: Transfer? { state.withLock { $0.transfers.first } }
-
-    func markHeadIgnored() {
-        state.withLock { s in if !s.transfers.isEmpty { s.transfers[0].ignored = true } }
-    }
-
-    /// Completes the oldest pending transfer and tells the handler, outside the lock.
-    func completeHead(_ completion: TransferCompletion) {
-        let handler: (@Sendable (TransferCompletion) -> Void)? = state.withLock { s in
-            guard !s.transfers.isEmpty else { return nil }
-            s.transfers.removeFirst()
+    /// One of its transfers ended (on the device's event queue).
+    func completed(_ completion: TransferCompletion) {
+        let handler = state.withLock { s in
+            s.pending -= 1
             return s.handler
         }
         handler?(completion)

@@ -374,20 +374,13 @@ final class SimulatedSystem: Sendable {
     }
 
     /// What sysfs would say of a simulated accessory: one vendor-specific interface per
-    /// protocol, named by it, with bulk endpoints `0x01+N` and `0x81+N` of 512 bytes.
+    /// protocol, named by it, with the endpoints and alternate settings of its
+    /// ``SimulatedInterface``.
     static func info(_ a: SimulatedAccessory, bus: Int, address: Int, port: String) -> USBDeviceInfo {
         let descriptor = AccessoryDescriptor(
             bus: bus, address: address, port: port, vendor: a.vendor, product: a.product, bcdDevice: a.bcdDevice,
             serial: a.serial, manufacturer: a.manufacturer, name: a.name, protocols: a.protocols)
-        let interfaces = a.protocols.enumerated().map { i, name in
-            USBInterface(
-                number: UInt8(i), alternate: 0, interfaceClass: 0xff, interfaceSubclass: 0, interfaceProtocol: 0,
-                nameIndex: UInt8(4 + i), declaredEndpointCount: 2,
-                endpoints: [
-                    USBEndpoint(address: 0x01 + UInt8(i), attributes: 0x02, maxPacketSize: 512, interval: 0),
-                    USBEndpoint(address: 0x81 + UInt8(i), attributes: 0x02, maxPacketSize: 512, interval: 0),
-                ], name: name)
-        }
+        let interfaces = a.interfaces.enumerated().flatMap { i, interface in interface.descriptors(number: i) }
         return USBDeviceInfo(
             descriptor: descriptor, deviceClass: 0,
             deviceDescriptor: USBDeviceDescriptor(
@@ -395,7 +388,7 @@ final class SimulatedSystem: Sendable {
                 product: a.product, bcdDevice: a.bcdDevice, manufacturerIndex: a.manufacturer == nil ? 0 : 1,
                 productIndex: a.name == nil ? 0 : 2, serialNumberIndex: a.serial == nil ? 0 : 3, configurationCount: 1),
             configuration: USBConfiguration(
-                value: 1, attributes: 0x80, maxPower: 50, declaredInterfaceCount: UInt8(interfaces.count), interfaces: interfaces),
+                value: 1, attributes: 0x80, maxPower: 50, declaredInterfaceCount: UInt8(a.interfaces.count), interfaces: interfaces),
             speed: .high)
     }
 

@@ -78,6 +78,29 @@ struct CaptureRecordingTests {
         #expect(transfers.allSatisfy { $0.completed != nil }, "every URB completed")
     }
 
+    @Test("One-transfer calls are recorded too: each transferOut and transferIn is one URB on its endpoint")
+    func oneTransferCallsAreRecorded() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("calls.pcapng").path
+        let usb = SimulatedUSB()
+        await usb.plug(Self.device)
+        try await withAccessoryManager(configuration: .init(capturePath: path), usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session in
+                try await session.transferOut(0x01, [1, 2, 3], timeout: .seconds(1))
+                #expect(try await session.transferIn(0x81, length: 64, timeout: .seconds(1)) == [1, 2, 3])
+                try await session.transferOut(0x01, [], timeout: .seconds(1))
+            }
+        }
+        let capture = try USBCapture(path: path)
+        let transfers = capture.transfers(of: try #require(capture.devices.first)).filter { $0.kind == .bulk }
+        #expect(transfers.map(\.endpoint) == [0x01, 0x81, 0x01])
+        #expect(transfers.map(\.data) == [[1, 2, 3], [1, 2, 3], []])
+        #expect(transfers.map(\.requestedLength) == [3, 64, 0])
+        #expect(transfers.allSatisfy { $0.status == 0 })
+    }
+
     @Test("tshark reads the capture with no malformed packet, and counts what capture summary counts", .needsTshark)
     func tsharkReadsIt() async throws {
         let dir = try Self.temporaryDirectory()

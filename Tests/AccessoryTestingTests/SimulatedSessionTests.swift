@@ -80,7 +80,10 @@ struct SimulatedSessionTests {
             var events = await manager.events(includingCurrent: false).makeAsyncIterator()
             let session = try await manager.openSession(to: accessory, protocol: Self.loopback)
             await usb.unplug(device, silently: true)
-            await usb.advance(by: .seconds(2))
+            // The session reads nothing yet, so no transfer of its own finds the device gone:
+            // the periodic reconcile (at 2 s) does, and evicts it once the wait for its LEFT
+            // event (250 ms) has passed.
+            await usb.advance(by: .seconds(3))
             let event = await events.next()
             guard case .disconnected(_, let reason) = event else { Issue.record("\(String(describing: event))"); return }
             #expect(reason.code == "ghost-evicted")

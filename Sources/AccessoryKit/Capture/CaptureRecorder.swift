@@ -91,6 +91,7 @@ final class CaptureRecorder: Sendable {
         case .noDevice: -ESHUTDOWN
         case .overflow: -EOVERFLOW
         case .error: -EPROTO
+        case .failed(let error): Self.status(Self.transferStatus(error.code))
         }
     }
 

@@ -2,7 +2,7 @@ import AccessoryCapture
 import AccessoryCore
 
 /// An opened device whose transfers are recorded in a capture: its endpoint queues (the
-/// streams) and its control transfers. Everything else goes to the connection it wraps.
+/// streams), its one-transfer calls and its control transfers. Everything else goes to the connection it wraps.
 final class CapturingConnection: USBDeviceConnection {
     let inner: any USBDeviceConnection
     let recorder: CaptureRecorder
@@ -22,6 +22,14 @@ final class CapturingConnection: USBDeviceConnection {
         CapturingEndpointQueue(
             try inner.makeEndpointQueue(
                 endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, transfers: transfers, transferSize: transferSize),
+            recorder: recorder, bus: bus, device: device, kind: type == .interrupt ? .interrupt : .bulk)
+    }
+
+    func makeEndpointTransfers(
+        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int
+    ) throws(AccessoryError) -> any EndpointTransfers {
+        CapturingEndpointTransfers(
+            try inner.makeEndpointTransfers(endpoint: endpoint, type: type, maxPacketSize: maxPacketSize),
             recorder: recorder, bus: bus, device: device, kind: type == .interrupt ? .interrupt : .bulk)
     }
 

@@ -67,6 +67,9 @@ package enum TransferStatus: Hashable, Sendable {
     case noDevice
     case overflow
     case error
+    /// Ended with this error, which a simulated device chose (a replayed recording's
+    /// divergence); hardware never reports it.
+    indirect case failed(AccessoryError)
 
     /// The error this status means for `operation` (such as `bulk IN 0x81`) on `device`, or
     /// `nil` for `.completed`. A vanished device is reported as a ghost found by the
@@ -91,6 +94,8 @@ package enum TransferStatus: Hashable, Sendable {
             return AccessoryError(.overflow, "\(device) sent more data than asked for", operation: operation)
         case .error:
             return AccessoryError(.io, "the transfer on \(device) failed (LIBUSB_TRANSFER_ERROR)", operation: operation)
+        case .failed(let error):
+            return error
         }
     }
 }

@@ -18,6 +18,11 @@ package protocol USBDeviceConnection: AnyObject, Sendable {
     func makeEndpointQueue(
         endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
     ) throws(AccessoryError) -> any EndpointQueue
+    /// The one-transfer calls' transfers on one bulk or interrupt endpoint (see
+    /// ``EndpointTransfers``); nothing is allocated or submitted until a call needs it.
+    func makeEndpointTransfers(
+        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int
+    ) throws(AccessoryError) -> any EndpointTransfers
     /// One control transfer on endpoint 0. It can be cancelled: cancelling the task ends it
     /// with `.cancelled`.
     /// - Returns: the bytes received (IN), or `[]` (OUT).

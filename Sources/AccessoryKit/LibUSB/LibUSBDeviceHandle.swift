@@ -177,6 +177,12 @@ final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
             device: self, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, transfers: transfers, transferSize: transferSize)
     }
 
+    func makeEndpointTransfers(
+        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int
+    ) throws(AccessoryError) -> any EndpointTransfers {
+        LibUSBEndpointTransfers(device: self, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize)
+    }
+
     func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8] {
         try await LibUSBControlTransfer(device: self, request: request, data: data).run(timeout: timeout)
     }

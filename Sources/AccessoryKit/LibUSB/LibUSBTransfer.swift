@@ -24,7 +24,7 @@ protocol TransferCompletionHandler: AnyObject, Sendable {
 /// callback only while it is; the handler's lock orders the two (a submit happens under it,
 /// and the callback takes it before the transfer can be submitted again; for a control
 /// transfer the handler is ``LibUSBControlTransfer``'s waiter, whose lock the submit holds and
-/// the callback takes, and which submits once). ``pending`` is
+/// the callback takes, and which submits once). ``pending`` and ``tag`` are
 /// touched only under the handler's lock. Every other stored property is immutable.
 final class LibUSBTransfer: @unchecked Sendable {
     private let raw: UnsafeMutablePointer<libusb_transfer>
@@ -42,6 +42,9 @@ final class LibUSBTransfer: @unchecked Sendable {
 
     /// A completion that arrived before an older transfer's (guarded by the handler's lock).
     var pending: TransferCompletion?
+    /// The call this transfer is submitted for, for ``LibUSBEndpointTransfers`` (guarded by
+    /// the handler's lock).
+    var tag: UInt64 = 0
 
     /// Allocates a transfer and a buffer of `capacity` bytes for an endpoint of `type` (for a
     /// control transfer, endpoint 0 and the setup packet included in `capacity`).

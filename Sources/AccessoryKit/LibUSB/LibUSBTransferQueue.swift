@@ -17,8 +17,15 @@ final class LibUSBTransferQueue: EndpointQueue, TransferCompletionHandler {
     let capacity: Int
     let operation: String
     let device: String
-    private let handler = Mutex<(@Sendable (TransferCompletion) -> Void)?>(nil)
+    private let handler = Mutex(Handler())
     private let state = Mutex(State())
+
+    /// The completion handler, in a struct: a closure stored in a `Mutex` as its whole value is
+    /// reabstracted on every `withLock` (the inout access writes back a wrapped closure), so each
+    /// completion would add two thunks to every later call. A struct field is not.
+    private struct Handler {
+        var call: (@Sendable (TransferCompletion) -> Void)?
+    }
 
     private struct State {
         var idle: [LibUSBTransfer] = []
@@ -52,7 +59,7 @@ final class LibUSBTransferQueue: EndpointQueue, TransferCompletionHandler {
     var reorderedCompletions: Int { state.withLock { $0.reordered } }
 
     func setCompletionHandler(_ handler: @escaping @Sendable (TransferCompletion) -> Void) {
-        self.handler.withLock { $0 = handler }
+        self.handler.withLock { $0.call = handler }
     }
 
     func submit(_ bytes: ArraySlice<UInt8>) -> AccessoryError? {
@@ -93,7 +100,7 @@ final class LibUSBTransferQueue: EndpointQueue, TransferCompletionHandler {
             precondition(s.pending.isEmpty, "transfers freed while pending on \(operation)")
             s.idle.removeAll()
         }
-        handler.withLock { $0 = nil }
+        handler.withLock { $0.call = nil }
     }
 
     func transferCompleted(_ transfer: LibUSBTransfer, status: TransferStatus, length: Int) {
@@ -113,7 +120,7 @@ final class LibUSBTransferQueue: EndpointQueue, TransferCompletionHandler {
             }
             return ready
         }
-        guard !ready.isEmpty, let handler = handler.withLock({ $0 }) else { return }
+        guard !ready.isEmpty, let handler = handler.withLock({ $0.call }) else { return }
         for completion in ready { handler(completion) }
     }
 }

@@ -9,7 +9,9 @@ extension AccessoryManager {
     /// The protocol picks the interface: a vendor-specific interface whose string descriptor
     /// is the protocol name, else one the manager's ``Configuration/protocolTable`` declares.
     /// The session claims it (detaching a kernel driver only when
-    /// ``AccessorySession/Options/detachKernelDriver`` asks) and starts reading at once.
+    /// ``AccessorySession/Options/detachKernelDriver`` asks). It reads nothing until the
+    /// code does: no IN transfer is submitted before the first read, `input` iteration or
+    /// ``AccessorySession/transferIn(_:length:timeout:)``.
     ///
     /// - Parameters:
     ///   - name: a name for diagnostics and for `.busy` messages; `session-N` by default.
@@ -87,7 +89,6 @@ extension AccessoryManager {
             maxPacketSize: max(prepared.outEndpoint.packetSize, 1), manager: self, device: prepared.device,
             detachedDriver: prepared.detachedDriver, pipe: prepared.pipe, logger: configuration.logger)
         sessions.open(key, SessionEntry(handle: session, resources: session.resources))
-        prepared.pipe.startInput()
         configuration.logger.debug(
             "opened \(session): \(protocolName) on accessory \(label), interface \(prepared.interface), endpoints \(hexByte(prepared.outEndpoint.address)) and \(hexByte(prepared.inEndpoint.address))")
         return session
@@ -214,9 +215,13 @@ extension AccessoryManager {
         }
         do throws(AccessoryError) {
             if interface.alternate != 0 { try handle.setAlternateSetting(interface.alternate, interface: number) }
+            let description = "session '\(sessionName)'"
+            let calls = EndpointCalls(
+                device: handle, interface: number, alternate: interface.alternate,
+                settings: alternateSettings(of: number, in: info.configuration), sessionDescription: description)
             let pipe = try makeDataPlane(
-                handle, in: inEndpoint, out: outEndpoint, options: options, description: "session '\(sessionName)'",
-                clock: clock, onNoDevice: onNoDevice)
+                handle, in: inEndpoint, out: outEndpoint, options: options, description: description,
+                clock: clock, calls: calls, onNoDevice: onNoDevice)
             return PreparedSession(
                 device: handle, interface: number, inEndpoint: inEndpoint, outEndpoint: outEndpoint, detachedDriver: detached, pipe: pipe)
         } catch {
@@ -292,10 +297,19 @@ extension AccessoryManager {
             ?? interface.endpoints.first { $0.transferType == .interrupt && $0.direction == direction }
     }
 
+    /// Each alternate setting of interface `number`: its bulk and interrupt endpoints.
+    static func alternateSettings(of number: UInt8, in configuration: USBConfiguration?) -> [UInt8: [AccessoryEndpoint]] {
+        var settings: [UInt8: [AccessoryEndpoint]] = [:]
+        for interface in configuration?.interfaces ?? [] where interface.number == number && settings[interface.alternate] == nil {
+            settings[interface.alternate] = interface.endpoints.compactMap(AccessoryEndpoint.init)
+        }
+        return settings
+    }
+
     /// A session's data plane over the device's transfer queues for its two endpoints.
     private static func makeDataPlane(
         _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint,
-        options: AccessorySession.Options, description: String, clock: any Clock<Duration>,
+        options: AccessorySession.Options, description: String, clock: any Clock<Duration>, calls: EndpointCalls,
         onNoDevice: @escaping @Sendable (DeviceGoneSign, DataPlane) -> Void
     ) throws(AccessoryError) -> DataPlane {
         let configuration = DataPlane.Configuration(
@@ -310,7 +324,7 @@ extension AccessoryManager {
             transfers: output.transfersInFlight, transferSize: output.transferSize)
         return DataPlane(
             input: inQueue, output: outQueue, configuration: configuration, sleep: { try await clock.sleep(for: $0) },
-            onNoDevice: onNoDevice)
+            calls: calls, onNoDevice: onNoDevice)
     }
 
     // MARK: Hooks for the manager

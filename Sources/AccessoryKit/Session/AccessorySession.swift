@@ -9,8 +9,11 @@ import Foundation
 #endif
 
 /// A conversation with an accessory in one protocol: `EASession` for Linux, over a claimed
-/// interface with an IN and an OUT endpoint: bulk ones, or interrupt ones where the
-/// interface has no bulk endpoint in that direction. Both kinds behave the same here.
+/// interface. Its byte streams use the interface's first IN and OUT endpoints: bulk ones, or
+/// interrupt ones where the interface has no bulk endpoint in that direction. Both kinds
+/// behave the same here. Every bulk and interrupt endpoint of the interface is also reachable
+/// one transfer per call, as WebUSB's are: ``endpoints``, ``transferIn(_:length:timeout:)``,
+/// ``transferOut(_:_:timeout:)``, ``clearHalt(_:)`` and ``selectAlternateSetting(_:)``.
 ///
 /// Open one with ``AccessoryManager/withSession(to:protocol:name:options:isolation:_:)``
 /// (scoped: the session is closed however the body ends) or
@@ -24,7 +27,8 @@ import Foundation
 /// ```
 ///
 /// - ``input`` delivers what the accessory sends, fed by several IN transfers in
-///   flight, with a bounded buffer for back-pressure.
+///   flight from the first read on, with a bounded buffer for back-pressure. No IN transfer
+///   is submitted on an endpoint before the code reads from it.
 /// - ``write(_:)`` queues bytes, which go out in transfers kept in flight, and returns once
 ///   they are queued; ``flush()`` waits until the accessory has accepted them.
 /// - Every failure is an ``AccessoryError``. When the accessory goes away (a transfer finds
@@ -201,22 +205,31 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     public func clearStall() async throws(AccessoryError) {
         try await pipe.beginClearingStall().get()
         defer { pipe.endClearingStall() }
-        guard let device = resources.device else {
-            throw AccessoryError(.sessionClosed, "\(self) is closed", operation: "clear stall")
-        }
+        let device = try openDevice("clear stall")
         do {
             try device.clearHalt(endpoint: outEndpoint)
             try device.clearHalt(endpoint: inEndpoint)
         } catch {
-            if let reason = error.code.disconnectReason {
-                // The manager's verdict ends the pipe, with the reason its notification
-                // carries; this device's own evidence is the fallback.
-                await manager.reportNoDevice(accessory.connectionID, operation: error.operation ?? "clear halt")
-                pipe.fail(disconnectedError(reason))
-                throw pipe.failure ?? disconnectedError(reason)
-            }
-            throw error
+            throw await deviceFailed(error, operation: "clear halt")
         }
+    }
+
+    /// The open device, or `.sessionClosed`.
+    func openDevice(_ operation: String) throws(AccessoryError) -> any USBDeviceConnection {
+        guard let device = resources.device else {
+            throw AccessoryError(.sessionClosed, "\(self) is closed", operation: operation)
+        }
+        return device
+    }
+
+    /// What a failed call on the device means for the session: a vanished device ends it, with
+    /// the reason the manager's verdict carries (this device's own evidence is the fallback);
+    /// any other error is returned as it is.
+    func deviceFailed(_ error: AccessoryError, operation: String) async -> AccessoryError {
+        guard let reason = error.code.disconnectReason else { return error }
+        await manager.reportNoDevice(accessory.connectionID, operation: error.operation ?? operation)
+        pipe.fail(disconnectedError(reason))
+        return pipe.failure ?? disconnectedError(reason)
     }
 
     /// Whether ``close()`` has finished.

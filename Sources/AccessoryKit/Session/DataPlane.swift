@@ -16,7 +16,8 @@ import Synchronization
 /// **Failure.** A vanished device (NO_DEVICE) stops submitting, and the data plane tells
 /// its owner (once), who ends it with ``fail(_:)`` and the reason the manager gives (a
 /// hotplug event may be saying `unplugged` at that very moment). Failing ends both
-/// directions at once.
+/// directions at once, and the session's one-transfer calls (``EndpointCalls``), which report
+/// a vanished device through the same path.
 final class DataPlane: Sendable {
     struct Configuration: Sendable {
         var input: InputStateMachine.Configuration
@@ -60,6 +61,8 @@ final class DataPlane: Sendable {
 
     let inQueue: any EndpointQueue
     let outQueue: any EndpointQueue
+    /// The session's one-transfer calls: they end with the streams.
+    let calls: EndpointCalls
     let configuration: Configuration
     /// Told once (outside the lock) which operation found the device (maybe) gone; it must
     /// end the data plane with ``fail(_:)`` once it knows whether the device is gone.
@@ -115,9 +118,11 @@ final class DataPlane: Sendable {
     init(
         input: any EndpointQueue, output: any EndpointQueue, configuration: Configuration,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        calls: EndpointCalls = EndpointCalls(),
         onNoDevice: @escaping @Sendable (DeviceGoneSign, DataPlane) -> Void
     ) {
         self.sleep = sleep
+        self.calls = calls
         precondition(input.capacity >= configuration.input.transfersInFlight && output.capacity >= configuration.output.transfersInFlight)
         self.inQueue = input
         self.outQueue = output
@@ -128,6 +133,7 @@ final class DataPlane: Sendable {
             output: OutputStateMachine(configuration: configuration.output)))
         input.setCompletionHandler { [weak self] completion in self?.inputCompleted(completion) }
         output.setCompletionHandler { [weak self] completion in self?.outputCompleted(completion) }
+        calls.setDeviceGoneHandler { [weak self] sign in self?.reportDeviceGone(sign) }
     }
 
     var statistics: Statistics {
@@ -144,6 +150,16 @@ final class DataPlane: Sendable {
     /// How many reads are suspended waiting for data (tests wait on it before acting on a
     /// pending read).
     var waitingReads: Int { state.withLock { $0.readers.count } }
+
+    /// Whether the input has IN transfers in flight or a read waiting: a one-transfer call on
+    /// its endpoint would race it for the data.
+    var isReading: Bool { state.withLock { $0.input.inFlight > 0 || !$0.readers.isEmpty } }
+
+    /// Whether the output has bytes queued or in flight, or a write waiting: a one-transfer
+    /// call on its endpoint would cut into them.
+    var isWriting: Bool {
+        state.withLock { $0.output.inFlight > 0 || $0.output.queuedBytes > 0 || !$0.writers.isEmpty }
+    }
 
     // MARK: Input
 
@@ -323,6 +339,13 @@ final class DataPlane: Sendable {
             absorb(s.input.fail(error), &s, &fx)
             absorb(s.output.finish(error), &s, &fx)
         }
+        calls.fail(error)
+    }
+
+    /// A one-transfer call found the device (maybe) gone: the owner is told, once per
+    /// session, as for the streams' own transfers.
+    private func reportDeviceGone(_ sign: DeviceGoneSign) {
+        event { s, fx in gone(sign, &s, &fx) }
     }
 
     /// Closes: a waiting read returns `nil`, waiting writes and flushes throw
@@ -335,13 +358,15 @@ final class DataPlane: Sendable {
             absorb(s.input.close(), &s, &fx)
             absorb(s.output.finish(closedError("write"), replacing: true), &s, &fx)
         }
+        await calls.close()
         await waitUntilDrained()
     }
 
-    /// Frees both queues. Call it once closed and drained.
+    /// Frees both queues and the one-transfer calls' transfers. Call it once closed and drained.
     func releaseTransfers() {
         inQueue.close()
         outQueue.close()
+        calls.release()
     }
 
     /// Waits until no transfer is in flight in either direction.

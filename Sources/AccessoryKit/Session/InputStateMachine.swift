@@ -224,12 +224,13 @@ struct InputStateMachine: Sendable {
         return actions
     }
 
-    /// Drops buffered stall errors and starts the input again.
+    /// Drops buffered stall errors; starts the input again if a read waits (else the next
+    /// read does, so that nothing is read before the code asks).
     mutating func endClearingStall() -> Actions {
         var actions = Actions()
         guard case .clearingStall(var b) = state else { return actions }
         b.items.removeAll { if case .error(let e) = $0 { e.code == .stall } else { false } }
-        state = .running(b)
+        state = b.reader == nil ? .idle(b) : .running(b)
         settle(&actions)
         return actions
     }

@@ -1,0 +1,56 @@
+import AccessoryCapture
+import AccessoryCore
+
+/// An endpoint's one-transfer calls, recorded in a capture: each submission when it is
+/// submitted, its completion before the caller hears of it, matched by the call's tag.
+final class CapturingEndpointTransfers: EndpointTransfers {
+    private let inner: any EndpointTransfers
+    private let recorder: CaptureRecorder
+    private let bus: Int
+    private let address: Int
+    private let kind: USBCapture.Transfer.Kind
+    /// The URBs submitted and not yet completed, by tag.
+    private let urbs = Locked<[UInt64: CaptureRecorder.URB]>([:])
+
+    init(_ inner: any EndpointTransfers, recorder: CaptureRecorder, bus: Int, device: Int, kind: USBCapture.Transfer.Kind) {
+        self.inner = inner
+        self.recorder = recorder
+        self.bus = bus
+        self.address = device
+        self.kind = kind
+    }
+
+    var endpoint: UInt8 { inner.endpoint }
+    var operation: String { inner.operation }
+    var device: String { inner.device }
+
+    func setCompletionHandler(_ handler: @escaping @Sendable (_ tag: UInt64, TransferCompletion) -> Void) {
+        inner.setCompletionHandler { [recorder, urbs] tag, completion in
+            if let urb = urbs.withLock({ $0.removeValue(forKey: tag) }) { recorder.complete(urb, completion) }
+            handler(tag, completion)
+        }
+    }
+
+    func submit(_ bytes: [UInt8], timeout: Duration?, tag: UInt64) -> AccessoryError? {
+        submitting(data: bytes[...], length: bytes.count, tag: tag) { inner.submit(bytes, timeout: timeout, tag: tag) }
+    }
+
+    func submit(length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {
+        submitting(data: [], length: length, tag: tag) { inner.submit(length: length, timeout: timeout, tag: tag) }
+    }
+
+    func cancel(tag: UInt64) { inner.cancel(tag: tag) }
+    func cancelAll() { inner.cancelAll() }
+    func close() { inner.close() }
+
+    /// Records the submission first (its completion may come before `submit` returns), and
+    /// records an `E` instead when the submit fails.
+    private func submitting(data: ArraySlice<UInt8>, length: Int, tag: UInt64, _ submit: () -> AccessoryError?) -> AccessoryError? {
+        let urb = recorder.submit(bus: bus, device: address, endpoint: inner.endpoint, kind: kind, data: data, requestedLength: length)
+        urbs.withLock { $0[tag] = urb }
+        guard let error = submit() else { return nil }
+        urbs.withLock { _ = $0.removeValue(forKey: tag) }
+        recorder.fail(urb, error)
+        return error
+    }
+}

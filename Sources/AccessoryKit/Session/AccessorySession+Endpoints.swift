@@ -1,0 +1,147 @@
+extension AccessorySession {
+    /// The bulk and interrupt endpoints of the claimed interface, in its current alternate
+    /// setting, in descriptor order.
+    public var endpoints: [AccessoryEndpoint] { pipe.calls.endpoints }
+
+    /// The claimed interface's current alternate setting (see ``selectAlternateSetting(_:)``).
+    public var alternateSetting: UInt8 { pipe.calls.alternate }
+
+    /// One-transfer calls whose transfer is in flight, for tests that must know a call has
+    /// been submitted.
+    package var callsInFlight: Int { pipe.calls.inFlight }
+
+    /// One IN transfer on `endpoint`: at most `length` bytes, exactly as the device sent them
+    /// (a short packet ends the transfer; `[]` is a zero-length packet).
+    ///
+    /// Each call is one transfer, submitted at once, as WebUSB's `transferIn` is. Calls on
+    /// different endpoints run concurrently; calls on one endpoint complete in the order they
+    /// were made. Nothing is read from an endpoint before a call (or a stream read) on it.
+    ///
+    /// ```swift
+    /// let event = try await session.transferIn(0x83, length: 64, timeout: .seconds(1))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - endpoint: an IN endpoint of ``endpoints``, such as `0x83`.
+    ///   - length: 0...65,535 bytes. A device that sends more than `length` (not ending on a
+    ///     packet boundary) makes the call throw `.overflow`.
+    ///   - timeout: how long the transfer may take; `nil` waits forever.
+    /// - Throws: ``AccessoryError``: `.notFound` naming the endpoint when it is not an IN
+    ///   endpoint of the claimed interface, and `.invalidArgument` for a `length` or
+    ///   `timeout` out of range, before anything is sent; `.busy` when `endpoint` is the one
+    ///   ``input`` reads and the stream has reads in flight; `.timeout`; `.cancelled` when
+    ///   the task is cancelled; `.stall` until ``clearHalt(_:)``;
+    ///   `.accessoryDisconnected(reason)` with the reason the streams get; `.sessionClosed`.
+    ///   A timeout or cancellation drops what the transfer had received:
+    ///   ``AccessoryError/bytesTransferred`` says how much.
+    public func transferIn(_ endpoint: UInt8, length: Int, timeout: Duration? = nil) async throws(AccessoryError) -> [UInt8] {
+        let operation = "transferIn"
+        try ArgumentCheck.check(length, in: 0...ArgumentCheck.maxTransferInLength, "length", operation: operation)
+        let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
+        let target = try callEndpoint(endpoint, isIn: true, operation)
+        if endpoint == inEndpoint, pipe.isReading {
+            throw AccessoryError(
+                .busy, "\(self) reads \(target) for its input stream now; transferIn on it waits until the stream stops",
+                operation: operation)
+        }
+        return try await pipe.calls.transfer(target, bytes: nil, length: length, timeout: timeout).get()
+    }
+
+    /// One OUT transfer of exactly `bytes` on `endpoint` (`[]` sends a zero-length packet).
+    /// See ``transferIn(_:length:timeout:)`` for how calls run.
+    ///
+    /// - Parameters:
+    ///   - endpoint: an OUT endpoint of ``endpoints``, such as `0x01`.
+    ///   - bytes: at most 16 MiB (usbfs's default memory limit).
+    ///   - timeout: how long the transfer may take; `nil` waits forever.
+    /// - Throws: ``AccessoryError``: `.notFound` naming the endpoint when it is not an OUT
+    ///   endpoint of the claimed interface, and `.invalidArgument` for too many bytes or a
+    ///   negative `timeout`, before anything is sent; `.busy` when `endpoint` is the one
+    ///   ``write(_:)-([UInt8])`` sends on and the stream has bytes queued or in flight
+    ///   (``flush()`` first); `.timeout` and `.cancelled`, with
+    ///   ``AccessoryError/bytesTransferred`` saying how many bytes the device took; `.stall`;
+    ///   `.accessoryDisconnected(reason)`; `.sessionClosed`.
+    public func transferOut(_ endpoint: UInt8, _ bytes: [UInt8], timeout: Duration? = nil) async throws(AccessoryError) {
+        let operation = "transferOut"
+        try ArgumentCheck.check(bytes.count, in: 0...ArgumentCheck.maxTransferOutLength, "byte count", operation: operation)
+        let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
+        let target = try callEndpoint(endpoint, isIn: false, operation)
+        if endpoint == outEndpoint, pipe.isWriting {
+            throw AccessoryError(
+                .busy, "\(self) has output queued on \(target); flush() before transferOut on it", operation: operation)
+        }
+        _ = try await pipe.calls.transfer(target, bytes: bytes, length: bytes.count, timeout: timeout).get()
+    }
+
+    /// Clears a halt (stall) on `endpoint`, any endpoint of ``endpoints``. On an endpoint the
+    /// streams use, the streams pause meanwhile, as ``clearStall()`` does.
+    ///
+    /// - Throws: ``AccessoryError``: `.notFound` naming the endpoint; `.busy` while calls are
+    ///   in flight on it (a halted endpoint ends them with `.stall`);
+    ///   `.accessoryDisconnected(reason)`; `.sessionClosed`.
+    public func clearHalt(_ endpoint: UInt8) async throws(AccessoryError) {
+        let operation = "clear halt"
+        let target = try callEndpoint(endpoint, isIn: nil, operation)
+        if pipe.calls.hasCalls(on: endpoint) {
+            throw AccessoryError(.busy, "calls are in flight on \(target) of \(self); clear the halt once they have ended", operation: operation)
+        }
+        let streams = endpoint == inEndpoint || endpoint == outEndpoint
+        if streams { try await pipe.beginClearingStall().get() }
+        defer { if streams { pipe.endClearingStall() } }
+        let device = try openDevice(operation)
+        do {
+            try device.clearHalt(endpoint: endpoint)
+        } catch {
+            throw await deviceFailed(error, operation: operation)
+        }
+    }
+
+    /// Selects an alternate setting of the claimed interface (USB SET_INTERFACE); ``endpoints``
+    /// then lists that setting's endpoints. The streams pause meanwhile and then go on, on the
+    /// endpoints they were opened with.
+    ///
+    /// - Throws: ``AccessoryError``: `.notFound` when the interface has no such setting, before
+    ///   anything is sent; `.busy` while one-transfer calls are in flight (they are not cut
+    ///   short); the device's refusal; `.accessoryDisconnected(reason)`; `.sessionClosed`.
+    public func selectAlternateSetting(_ setting: UInt8) async throws(AccessoryError) {
+        let operation = "select alternate setting"
+        let calls = pipe.calls
+        guard calls.settings[setting] != nil else {
+            let known = calls.settings.keys.sorted().map(String.init).joined(separator: ", ")
+            throw AccessoryError(
+                .notFound, "interface \(interfaceNumber) of \(self) has no alternate setting \(setting) (it has \(known))",
+                operation: operation)
+        }
+        if let refusal = calls.beginSwitching() { throw refusal }
+        var selected: UInt8?
+        defer { calls.endSwitching(to: selected) }
+        try await pipe.beginClearingStall().get()
+        defer { pipe.endClearingStall() }
+        let device = try openDevice(operation)
+        do {
+            try device.setAlternateSetting(setting, interface: interfaceNumber)
+        } catch {
+            throw await deviceFailed(error, operation: operation)
+        }
+        selected = setting
+    }
+
+    /// The endpoint `address` of the current setting, checked for direction (`isIn`, or
+    /// either when `nil`); `.notFound` naming it otherwise.
+    private func callEndpoint(_ address: UInt8, isIn: Bool?, _ operation: String) throws(AccessoryError) -> AccessoryEndpoint {
+        let endpoints = self.endpoints
+        let has = endpoints.isEmpty ? "none" : endpoints.map(\.description).joined(separator: ", ")
+        let place = "interface \(interfaceNumber) (alternate setting \(alternateSetting)) of \(self)"
+        guard let endpoint = endpoints.first(where: { $0.address == address }) else {
+            throw AccessoryError(
+                .notFound, "endpoint \(hexByte(address)) is not a bulk or interrupt endpoint of \(place); it has \(has)",
+                operation: operation)
+        }
+        if let isIn, endpoint.isIn != isIn {
+            throw AccessoryError(
+                .notFound, "\(endpoint) of \(place) is an \(endpoint.isIn ? "IN" : "OUT") endpoint; \(operation) needs an \(isIn ? "IN" : "OUT") one",
+                operation: operation)
+        }
+        return endpoint
+    }
+}

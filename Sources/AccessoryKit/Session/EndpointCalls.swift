@@ -1,0 +1,428 @@
+import AccessoryCore
+import DequeModule
+import Synchronization
+
+/// A session's one-transfer calls (``AccessorySession/transferIn(_:length:timeout:)`` and
+/// ``AccessorySession/transferOut(_:_:timeout:)``): one ``EndpointTransfers`` per endpoint,
+/// made at its first call, and the calls waiting on them.
+///
+/// - Each call is one transfer, submitted at once with the call's timeout. Calls on
+///   different endpoints run concurrently. On one endpoint the device completes them in
+///   order, and a call that got data is resumed only after every older call on that
+///   endpoint; a call that failed (cancelled, timed out, stalled) is resumed at once.
+/// - Nothing is submitted on an endpoint before a call on it.
+/// - A transfer that finds the device (maybe) gone does what a stream's does: the session is
+///   told once (``setDeviceGoneHandler(_:)``), the call waits, and ``fail(_:)`` ends it, and
+///   every call after it, with the manager's reason.
+///
+/// Locking: one lock guards the calls; transfers are submitted and cancelled, and calls
+/// resumed, after releasing it. Completions arrive on the backend's event thread.
+final class EndpointCalls: Sendable {
+    typealias CallResult = Result<[UInt8], AccessoryError>
+    private typealias Continuation = CheckedContinuation<CallResult, Never>
+
+    /// The claimed interface.
+    let interfaceNumber: UInt8
+    /// Each alternate setting's bulk and interrupt endpoints.
+    let settings: [UInt8: [AccessoryEndpoint]]
+    /// For messages, such as `session 'x'`.
+    let sessionDescription: String
+    private let state: Locked<State>
+    private let onGone = Locked(GoneHandler())
+    private let ids = Atomic<UInt64>(0)
+
+    /// Who hears of a vanished device; a struct, as a bare closure in a lock grows by two
+    /// thunks at every access.
+    private struct GoneHandler {
+        var call: (@Sendable (DeviceGoneSign) -> Void)?
+    }
+
+    /// One call: waiting to be submitted, in flight, or parked until the session fails.
+    private struct Call {
+        var endpoint: UInt8
+        var timeout: Duration?
+        var continuation: Continuation?
+        var submitted = false
+        /// Cancellation asked for before the transfer was submitted.
+        var cancelRequested = false
+        /// Parked: its transfer found the device gone; ``fail(_:)`` ends it.
+        var parked = false
+    }
+
+    /// One endpoint's transfers and its calls in flight, oldest first.
+    private struct Lane {
+        let transfers: any EndpointTransfers
+        var order: Deque<UInt64> = []
+        /// Results that wait for an older call to be resumed first.
+        var held: [UInt64: CallResult] = [:]
+    }
+
+    private struct State {
+        /// The open device; `nil` once released (the session's close drops the last reference).
+        var device: (any USBDeviceConnection)?
+        var alternate: UInt8
+        var lanes: [UInt8: Lane] = [:]
+        var calls: [UInt64: Call] = [:]
+        var nextID: UInt64 = 0
+        /// Transfers submitted whose completion has not come.
+        var outstanding = 0
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+        /// A transfer found the device gone: new calls park until ``fail(_:)``.
+        var gone = false
+        /// ``beginSwitching()`` holds the calls off.
+        var switching = false
+        var failure: AccessoryError?
+        var closed = false
+    }
+
+    /// What to do once the lock is released.
+    private struct Effects {
+        var resume: [(Continuation, CallResult)] = []
+        var cancel: [(any EndpointTransfers, UInt64)] = []
+        var cancelAll: [any EndpointTransfers] = []
+        var drains: [CheckedContinuation<Void, Never>] = []
+        var gone: DeviceGoneSign?
+
+        func run(_ onGone: Locked<GoneHandler>) {
+            for (c, r) in resume { c.resume(returning: r) }
+            for (t, tag) in cancel { t.cancel(tag: tag) }
+            for t in cancelAll { t.cancelAll() }
+            for c in drains { c.resume() }
+            if let gone, let report = onGone.withLock({ $0.call }) { report(gone) }
+        }
+    }
+
+    /// The calls of a session on `interface` of `device`, in alternate setting `alternate`.
+    init(
+        device: (any USBDeviceConnection)?, interface: UInt8, alternate: UInt8, settings: [UInt8: [AccessoryEndpoint]],
+        sessionDescription: String
+    ) {
+        self.interfaceNumber = interface
+        self.settings = settings
+        self.sessionDescription = sessionDescription
+        self.state = Locked(State(device: device, alternate: alternate))
+    }
+
+    /// No device, no endpoint: for data planes built without one (tests).
+    convenience init() {
+        self.init(device: nil, interface: 0, alternate: 0, settings: [:], sessionDescription: "the session")
+    }
+
+    /// Sets who is told, once per session, that a transfer found the device (maybe) gone.
+    func setDeviceGoneHandler(_ handler: @escaping @Sendable (DeviceGoneSign) -> Void) {
+        onGone.withLock { $0.call = handler }
+    }
+
+    /// The current alternate setting.
+    var alternate: UInt8 { state.withLock { $0.alternate } }
+
+    /// The endpoints of the current alternate setting.
+    var endpoints: [AccessoryEndpoint] { settings[alternate] ?? [] }
+
+    /// Calls submitted (or being submitted) whose transfer has not come back.
+    var inFlight: Int { state.withLock { $0.outstanding } }
+
+    /// Whether a call is in flight on `endpoint`.
+    func hasCalls(on endpoint: UInt8) -> Bool {
+        state.withLock { !($0.lanes[endpoint]?.order.isEmpty ?? true) }
+    }
+
+    // MARK: Calls
+
+    /// One transfer on `endpoint`: IN when `bytes` is `nil` (up to `length` bytes), else OUT.
+    /// - Returns: the bytes received (IN) or `[]` (OUT); the failure otherwise.
+    func transfer(_ endpoint: AccessoryEndpoint, bytes: [UInt8]?, length: Int, timeout: Duration?) async -> CallResult {
+        let id = ids.add(1, ordering: .relaxed).newValue
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: Continuation) in
+                start(id, endpoint, bytes: bytes, length: length, timeout: timeout, c)
+            }
+        } onCancel: {
+            event { s, fx in
+                guard let call = s.calls[id] else { return }
+                if call.parked {
+                    finish(id, .failure(cancelledError(endpoint)), &s, &fx)
+                } else if call.submitted, let lane = s.lanes[call.endpoint] {
+                    fx.cancel.append((lane.transfers, id))
+                } else {
+                    s.calls[id]!.cancelRequested = true
+                }
+            }
+        }
+    }
+
+    /// Registers call `id` and submits its transfer, or ends it at once.
+    private func start(
+        _ id: UInt64, _ endpoint: AccessoryEndpoint, bytes: [UInt8]?, length: Int, timeout: Duration?, _ c: Continuation
+    ) {
+        let address = endpoint.address
+        let transfers: (any EndpointTransfers)? = event { s, fx in
+            if let refusal = refusal(s) {
+                fx.resume.append((c, .failure(refusal)))
+                return nil
+            }
+            if s.gone {
+                s.calls[id] = Call(endpoint: address, timeout: timeout, continuation: c, parked: true)
+                return nil
+            }
+            if s.lanes[address] == nil {
+                switch makeLane(endpoint, on: s.device) {
+                case .success(let lane): s.lanes[address] = lane
+                case .failure(let error):
+                    fx.resume.append((c, .failure(error)))
+                    return nil
+                }
+            }
+            s.calls[id] = Call(endpoint: address, timeout: timeout, continuation: c)
+            s.lanes[address]!.order.append(id)
+            s.outstanding += 1
+            return s.lanes[address]!.transfers
+        }
+        guard let transfers else { return }
+        if Task.isCancelled {
+            event { s, fx in
+                s.outstanding -= 1
+                finish(id, .failure(cancelledError(endpoint)), &s, &fx)
+                settleDrain(&s, &fx)
+            }
+            return
+        }
+        let error =
+            if let bytes { transfers.submit(bytes, timeout: timeout, tag: id) } else {
+                transfers.submit(length: length, timeout: timeout, tag: id)
+            }
+        event { s, fx in
+            if let error {
+                s.outstanding -= 1
+                if error.code.disconnectReason != nil {
+                    deviceGone(id, DeviceGoneSign(operation: error.operation ?? transfers.operation), &s, &fx)
+                } else {
+                    finish(id, .failure(error), &s, &fx)
+                }
+                settleDrain(&s, &fx)
+                return
+            }
+            guard s.calls[id] != nil else { return }  // completed already
+            s.calls[id]!.submitted = true
+            if s.calls[id]!.cancelRequested { fx.cancel.append((transfers, id)) }
+        }
+    }
+
+    /// Why a new call cannot start now, if it cannot.
+    private func refusal(_ s: State) -> AccessoryError? {
+        if s.closed { return closedError() }
+        if let failure = s.failure { return failure }
+        if s.switching {
+            return AccessoryError(.busy, "\(sessionDescription) is selecting an alternate setting", operation: "transfer")
+        }
+        return nil
+    }
+
+    private func makeLane(_ endpoint: AccessoryEndpoint, on device: (any USBDeviceConnection)?) -> Result<Lane, AccessoryError> {
+        guard let device else {
+            return .failure(AccessoryError(.notFound, "\(sessionDescription) has no device", operation: "\(endpoint)"))
+        }
+        do {
+            let transfers = try device.makeEndpointTransfers(
+                endpoint: endpoint.address, type: endpoint.transferType, maxPacketSize: endpoint.maxPacketSize)
+            transfers.setCompletionHandler { [weak self] tag, completion in
+                self?.completed(tag, completion, operation: transfers.operation, device: transfers.device)
+            }
+            return .success(Lane(transfers: transfers))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The transfer of call `tag` ended.
+    private func completed(_ tag: UInt64, _ c: TransferCompletion, operation: String, device: String) {
+        event { s, fx in
+            s.outstanding -= 1
+            defer { settleDrain(&s, &fx) }
+            guard let call = s.calls[tag] else { return }
+            switch c.status {
+            case .completed:
+                finish(tag, .success(c.data), &s, &fx)
+            case .noDevice, .error:
+                // NO_DEVICE, or EPROTO as transfers get on a real unplug: the manager confirms.
+                deviceGone(tag, DeviceGoneSign(operation: operation, status: c.status), &s, &fx)
+            case _ where s.gone:
+                // Cancelled while the manager confirms: it waits for the verdict too.
+                deviceGone(tag, DeviceGoneSign(operation: operation, status: c.status), &s, &fx)
+            default:
+                var error = s.failure ?? (s.closed ? closedError() : statusError(c.status, call, operation: operation, device: device))
+                if s.failure == nil, !s.closed, c.status == .cancelled || c.status == .timedOut { error.bytesTransferred = c.length }
+                finish(tag, .failure(error), &s, &fx)
+            }
+        }
+    }
+
+    /// The error a transfer's status means for a call, in the words of the session.
+    private func statusError(_ status: TransferStatus, _ call: Call, operation: String, device: String) -> AccessoryError {
+        let limit = call.timeout.map { " within \($0)" } ?? ""
+        switch status {
+        case .cancelled:
+            return AccessoryError(.cancelled, "\(operation) on \(sessionDescription) was cancelled", operation: operation)
+        case .timedOut:
+            let what = call.endpoint & 0x80 != 0 ? "no data came" : "the accessory did not take the data"
+            return AccessoryError(.timeout, "\(sessionDescription): \(what)\(limit)", operation: operation)
+        case .stall:
+            return AccessoryError(
+                .stall, "the endpoint on \(device) stalled; call clearHalt(\(hexByte(call.endpoint))) to go on", operation: operation)
+        default:
+            return status.error(operation: operation, device: device)
+                ?? AccessoryError(.io, "the transfer on \(device) failed", operation: operation)
+        }
+    }
+
+    /// Ends call `id` with `result`: a failure at once, data once every older call on its
+    /// endpoint has been resumed.
+    private func finish(_ id: UInt64, _ result: CallResult, _ s: inout State, _ fx: inout Effects) {
+        guard let call = s.calls[id] else { return }
+        guard !call.parked, s.lanes[call.endpoint] != nil else {
+            s.calls[id] = nil
+            if let c = call.continuation { fx.resume.append((c, result)) }
+            return
+        }
+        if case .failure = result {
+            s.lanes[call.endpoint]!.order.removeAll { $0 == id }
+            s.calls[id] = nil
+            if let c = call.continuation { fx.resume.append((c, result)) }
+        } else {
+            s.lanes[call.endpoint]!.held[id] = result
+        }
+        // Data goes out in call order.
+        while let first = s.lanes[call.endpoint]!.order.first, let ready = s.lanes[call.endpoint]!.held.removeValue(forKey: first) {
+            s.lanes[call.endpoint]!.order.removeFirst()
+            if let c = s.calls.removeValue(forKey: first)?.continuation { fx.resume.append((c, ready)) }
+        }
+    }
+
+    /// Call `id` found the device (maybe) gone: it waits for ``fail(_:)``, and so does every
+    /// call after it; the session is told once.
+    private func deviceGone(_ id: UInt64, _ sign: DeviceGoneSign, _ s: inout State, _ fx: inout Effects) {
+        if let failure = s.failure ?? (s.closed ? closedError() : nil) {
+            finish(id, .failure(failure), &s, &fx)
+            return
+        }
+        if let endpoint = s.calls[id]?.endpoint { s.lanes[endpoint]?.order.removeAll { $0 == id } }
+        s.calls[id]?.parked = true
+        guard !s.gone else { return }
+        s.gone = true
+        fx.gone = sign
+        // What is still in flight would only wait for the verdict.
+        fx.cancelAll = s.lanes.values.filter { !$0.order.isEmpty }.map(\.transfers)
+    }
+
+    private func cancelledError(_ endpoint: AccessoryEndpoint) -> AccessoryError {
+        AccessoryError(.cancelled, "\(endpoint) on \(sessionDescription) was cancelled", operation: "\(endpoint)")
+    }
+
+    private func closedError() -> AccessoryError {
+        AccessoryError(.sessionClosed, "\(sessionDescription) is closed", operation: "transfer")
+    }
+
+    // MARK: Ending
+
+    /// Ends every call with `error` (a disconnection, or the manager's verdict that the
+    /// device is still there): parked calls at once, calls in flight once their cancelled
+    /// transfers are back (data that came first is still delivered), later calls at once.
+    /// The first failure wins.
+    func fail(_ error: AccessoryError) {
+        event { s, fx in
+            guard s.failure == nil, !s.closed else { return }
+            s.failure = error
+            endAll(error, &s, &fx)
+        }
+    }
+
+    /// Closes: every call ends (`.sessionClosed`, or the failure that came first), transfers
+    /// in flight are cancelled, and this returns once all of them are back. Idempotent.
+    func close() async {
+        event { s, fx in
+            guard !s.closed else { return }
+            s.closed = true
+            endAll(s.failure ?? closedError(), &s, &fx)
+        }
+        await waitUntilDrained()
+    }
+
+    private func endAll(_ error: AccessoryError, _ s: inout State, _ fx: inout Effects) {
+        for (id, call) in s.calls where call.parked || !call.submitted {
+            if call.parked { finish(id, .failure(error), &s, &fx) } else { s.calls[id]!.cancelRequested = true }
+        }
+        fx.cancelAll = s.lanes.values.filter { !$0.order.isEmpty }.map(\.transfers)
+    }
+
+    /// Waits until no transfer is in flight.
+    func waitUntilDrained() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s in
+                if s.outstanding == 0 { return true }
+                s.drainWaiters.append(c)
+                return false
+            }
+            if ready { c.resume() }
+        }
+    }
+
+    private func settleDrain(_ s: inout State, _ fx: inout Effects) {
+        guard s.outstanding == 0, !s.drainWaiters.isEmpty else { return }
+        fx.drains = s.drainWaiters
+        s.drainWaiters.removeAll()
+    }
+
+    /// Frees every endpoint's transfers and lets go of the device. Call it once closed and
+    /// drained.
+    func release() {
+        let lanes = state.withLock { s in
+            defer {
+                s.lanes.removeAll()
+                s.device = nil
+            }
+            return s.lanes.values.map(\.transfers)
+        }
+        for t in lanes { t.close() }
+    }
+
+    // MARK: Alternate settings
+
+    /// Holds new calls off (`.busy`) while an alternate setting is selected.
+    /// - Returns: why it cannot be done now: calls in flight (`.busy`), or the session's end.
+    func beginSwitching() -> AccessoryError? {
+        state.withLock { s in
+            if let refusal = refusal(s) { return refusal }
+            if let busy = s.lanes.first(where: { !$0.value.order.isEmpty })?.key {
+                return AccessoryError(
+                    .busy, "calls are in flight on \(hexByte(busy)) of \(sessionDescription); let them end first",
+                    operation: "select alternate setting")
+            }
+            s.switching = true
+            return nil
+        }
+    }
+
+    /// Lets calls in again, in `alternate` when the switch was made (each endpoint's
+    /// transfers are made anew there: an address may have another type).
+    func endSwitching(to alternate: UInt8?) {
+        let idle: [any EndpointTransfers] = state.withLock { s in
+            s.switching = false
+            guard let alternate else { return [] }
+            s.alternate = alternate
+            defer { s.lanes.removeAll() }
+            return s.lanes.values.map(\.transfers)
+        }
+        for t in idle { t.close() }
+    }
+
+    // MARK: Events
+
+    /// Runs `body` under the lock, then does what it recorded.
+    @discardableResult
+    private func event<R>(_ body: (inout State, inout Effects) -> R) -> R {
+        var fx = Effects()
+        let result = state.withLock { s in body(&s, &fx) }
+        fx.run(onGone)
+        return result
+    }
+}

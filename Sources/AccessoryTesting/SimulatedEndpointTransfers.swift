@@ -1,0 +1,55 @@
+import AccessoryCore
+import AccessoryKit
+
+/// One endpoint of a simulated device, as a session's one-transfer calls use it: an
+/// ``EndpointTransfers`` whose transfers wait in the device's ``SimulatedEndpoints``, with
+/// their timeouts on the virtual clock.
+final class SimulatedEndpointTransfers: EndpointTransfers {
+    let endpoint: UInt8
+    let operation: String
+    let device: String
+    private let endpoints: SimulatedEndpoints
+    /// In a struct: a bare closure as a lock's value grows by two thunks at every access.
+    private let handler = Locked(Handler())
+
+    private struct Handler {
+        var call: (@Sendable (UInt64, TransferCompletion) -> Void)?
+    }
+
+    init(endpoints: SimulatedEndpoints, endpoint: UInt8, type: USBEndpoint.TransferType) {
+        self.endpoints = endpoints
+        self.endpoint = endpoint
+        self.operation = endpointOperation(endpoint, type)
+        self.device = endpoints.node
+    }
+
+    func setCompletionHandler(_ handler: @escaping @Sendable (UInt64, TransferCompletion) -> Void) {
+        self.handler.withLock { $0.call = handler }
+    }
+
+    func submit(_ bytes: [UInt8], timeout: Duration?, tag: UInt64) -> AccessoryError? {
+        endpoints.submit(endpoint, .call(self, tag: tag), bytes: bytes, length: bytes.count, timeout: timeout, operation: operation)
+    }
+
+    func submit(length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {
+        endpoints.submit(endpoint, .call(self, tag: tag), bytes: nil, length: length, timeout: timeout, operation: operation)
+    }
+
+    func cancel(tag: UInt64) {
+        endpoints.cancel(self, tag: tag)
+    }
+
+    func cancelAll() {
+        endpoints.cancel(self)
+    }
+
+    func close() {
+        endpoints.remove(self)
+        handler.withLock { $0.call = nil }
+    }
+
+    /// The transfer of call `tag` ended (on the device's event queue).
+    func completed(_ tag: UInt64, _ completion: TransferCompletion) {
+        handler.withLock { $0.call }?(tag, completion)
+    }
+}
