@@ -24,6 +24,9 @@ struct UnplugOrderTests {
             let accessory = try #require(await manager.connectedAccessories.first)
             var events = await manager.events(includingCurrent: false).makeAsyncIterator()
             let session = try await manager.openSession(to: accessory, protocol: "org.example.loopback")
+            // A read waits, so IN transfers are in flight (a session submits none before the
+            // code reads): they are what fails first when the device goes.
+            let reader = Task { try? await session.read() }
             try await session.write([1])
             let deadline = ContinuousClock.now + .seconds(10)
             while !entered.withLock({ $0 }), ContinuousClock.now < deadline { await Task.yield() }
@@ -37,6 +40,7 @@ struct UnplugOrderTests {
             #expect(gone.connectionID == accessory.connectionID)
             #expect(reason.code == "ghost-evicted", "\(reason)")
             await session.close()
+            _ = await reader.value
         }
     }
 }
