@@ -49,8 +49,13 @@ public struct SimulatedResponder: Sendable {
     /// ``onControl`` are then not called.
     public var onTransfer: (@Sendable (_ transfer: SimulatedTransfer, _ device: Context) -> SimulatedTransfer.Answer)?
 
-    /// - Parameter onControl: by default every control request stalls, as a device that
-    ///   knows no vendor or class requests does.
+    /// A responder that answers what the host writes to each interface, and its control
+    /// requests.
+    ///
+    /// - Parameters:
+    ///   - onWrite: answers the bytes the host wrote to an interface (its number).
+    ///   - onControl: by default every control request stalls, as a device that knows no
+    ///     vendor or class requests does.
     public init(
         onWrite: @escaping @Sendable (_ interface: Int, _ bytes: [UInt8]) -> Reply,
         onControl: @escaping @Sendable (_ request: ControlRequest, _ data: [UInt8]?) -> ControlReply = { _, _ in .stall }

@@ -4,9 +4,9 @@ import AccessoryKit
 /// (``SimulatedResponder/init(onTransfer:)``) sees it: a bulk or interrupt transfer on one
 /// endpoint, or a control request.
 ///
-/// The responder sees every transfer: those of ``AccessoryKit/AccessorySession/transferIn(_:length:timeout:)``
-/// and ``AccessoryKit/AccessorySession/transferOut(_:_:timeout:)``, those the session's streams
-/// make (IN transfers of ``AccessoryKit/AccessorySession/Options/transferSize`` bytes, from the
+/// The responder sees every transfer: those of `AccessorySession.transferIn(_:length:timeout:)`
+/// and `AccessorySession.transferOut(_:_:timeout:)`, those the session's streams
+/// make (IN transfers of `AccessorySession.Options.transferSize` bytes, from the
 /// first read on), and control requests, the manager's own included.
 public struct SimulatedTransfer: Sendable, Hashable, CustomStringConvertible {
     /// What kind of transfer it is.

@@ -23,7 +23,7 @@ extension AccessoryManager {
         package var sysfsRoot: String
         /// Where to record every transfer the manager's sessions and control requests make,
         /// as a Linux usbmon capture (pcapng, link type 220) that Wireshark, `tshark` and
-        /// ``USBCapture`` read: one `S` and one `C` record per transfer, flushed per record.
+        /// `USBCapture` read: one `S` and one `C` record per transfer, flushed per record.
         /// `nil` (the default) records nothing.
         public var capturePath: String?
         /// Where the manager logs; by default `accessorykit`, to whatever handler the

@@ -14,7 +14,10 @@ extension AccessoryManager {
     /// ``AccessorySession/transferIn(_:length:timeout:)``.
     ///
     /// - Parameters:
+    ///   - accessory: a connected accessory.
+    ///   - protocolName: the protocol to speak, such as `com.example.reader`.
     ///   - name: a name for diagnostics and for `.busy` messages; `session-N` by default.
+    ///   - options: buffers, transfers in flight and timeouts (see ``AccessorySession/Options``).
     /// - Throws: ``AccessoryError``: `.notFound` when the accessory is no longer connected;
     ///   `.protocolNotSupported`, listing what it speaks; `.busy` when a session of this
     ///   process holds the protocol ("held by session 'X'"), when another process holds the

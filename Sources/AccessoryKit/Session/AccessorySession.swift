@@ -15,7 +15,7 @@ import Foundation
 /// one transfer per call, as WebUSB's are: ``endpoints``, ``transferIn(_:length:timeout:)``,
 /// ``transferOut(_:_:timeout:)``, ``clearHalt(_:)`` and ``selectAlternateSetting(_:)``.
 ///
-/// Open one with ``AccessoryManager/withSession(to:protocol:name:options:isolation:_:)``
+/// Open one with `AccessoryManager.withSession(to:protocol:name:options:isolation:_:)`
 /// (scoped: the session is closed however the body ends) or
 /// ``AccessoryManager/openSession(to:protocol:name:options:)`` and ``close()``.
 ///
@@ -29,7 +29,7 @@ import Foundation
 /// - ``input`` delivers what the accessory sends, fed by several IN transfers in
 ///   flight from the first read on, with a bounded buffer for back-pressure. No IN transfer
 ///   is submitted on an endpoint before the code reads from it.
-/// - ``write(_:)`` queues bytes, which go out in transfers kept in flight, and returns once
+/// - `write(_:)` queues bytes, which go out in transfers kept in flight, and returns once
 ///   they are queued; ``flush()`` waits until the accessory has accepted them.
 /// - Every failure is an ``AccessoryError``. When the accessory goes away (a transfer finds
 ///   it gone, or the manager disconnects its connection ID for any reason), both directions
@@ -144,7 +144,7 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     /// The bytes go out in transfers of ``Options/transferSize`` (whole packets), with
     /// ``Options/writesInFlight`` in flight, in the order written. An empty write sends one
     /// zero-length packet. With ``Options/sendsZeroLengthPacket``, a write whose length is a
-    /// nonzero multiple of ``maxPacketSize`` ends with a zero-length packet. Call ``flush()``
+    /// nonzero multiple of `maxPacketSize` ends with a zero-length packet. Call ``flush()``
     /// to wait until the accessory has accepted everything.
     ///
     /// - Throws: ``AccessoryError``: a failure of earlier output not yet reported (then
