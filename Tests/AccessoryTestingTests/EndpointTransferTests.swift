@@ -21,6 +21,16 @@ struct EndpointTransferTests {
         AccessoryEndpoint(address: 0x84, kind: .interrupt, maxPacketSize: 64),
     ]
 
+    /// A device, held weakly.
+    final class Holder: Sendable {
+        private let box = Mutex<Weak>(Weak())
+        private struct Weak { weak var device: Device? }
+        var device: Device? {
+            get { box.withLock { $0.device } }
+            set { box.withLock { $0.device = newValue } }
+        }
+    }
+
     /// What the accessory saw, and its handle on its endpoints.
     final class Device: Sendable {
         let seen = Mutex<[SimulatedTransfer]>([])
@@ -31,8 +41,11 @@ struct EndpointTransferTests {
             self.answer = answer
         }
 
+        /// The accessory's side. It holds this object weakly: the object holds the responder's
+        /// context, which holds the responder (a cycle, which LeakSanitizer reports, otherwise).
         var responder: SimulatedResponder {
-            SimulatedResponder { transfer, device in
+            SimulatedResponder { [weak self] transfer, device in
+                guard let self else { return .never }
                 self.seen.withLock { $0.append(transfer) }
                 self.context.withLock { $0 = device }
                 return self.answer(transfer)
@@ -51,11 +64,11 @@ struct EndpointTransferTests {
     /// A reader whose commands on 0x01 are answered on 0x82 (the bytes reversed), and whose
     /// interrupt IN 0x83 reports what `interrupt` says.
     static func commandDevice(interrupt: @escaping @Sendable (SimulatedTransfer) -> SimulatedTransfer.Answer = { _ in .queued }) -> Device {
-        let holder = Mutex<Device?>(nil)
+        let holder = Holder()  // weakly: the device's answer holds the holder
         let device = Device { transfer in
             switch transfer.endpoint {
             case 0x01:
-                holder.withLock { $0 }?.queue(transfer.data.reversed(), on: 0x82)
+                holder.device?.queue(transfer.data.reversed(), on: 0x82)
                 return .accept
             case 0x83, 0x84:
                 return interrupt(transfer)
@@ -63,7 +76,7 @@ struct EndpointTransferTests {
                 return .queued
             }
         }
-        holder.withLock { $0 = device }
+        holder.device = device
         return device
     }
 
@@ -321,17 +334,17 @@ struct EndpointTransferTests {
     @Test("transferIn on the stream's IN endpoint is .busy while the stream reads; transferOut on its OUT while it writes")
     func busyRule() async throws {
         let holdOut = Mutex(false)
-        let holder = Mutex<Device?>(nil)
+        let holder = Holder()  // weakly: the device's answer holds the holder
         let device = Device { transfer in
             switch transfer.endpoint {
             case 0x01 where holdOut.withLock({ $0 }): return .never
             case 0x01:
-                holder.withLock { $0 }?.queue(transfer.data, on: 0x82)
+                holder.device?.queue(transfer.data, on: 0x82)
                 return .accept
             default: return .queued
             }
         }
-        holder.withLock { $0 = device }
+        holder.device = device
         try await Self.withReader(device) { usb, _, session in
             // No stream read yet: 0x82 is free for a call.
             try await session.transferOut(0x01, [1])
