@@ -53,7 +53,7 @@ let package = Package(
             ]),
         // Simulated USB for users' tests: the real manager on an in-process host and a
         // virtual clock, and trace replay through it.
-        .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTraces"]),
+        .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture"]),
         .executableTarget(
             name: "accessoryctl",
             dependencies: [
@@ -91,7 +91,9 @@ let package = Package(
                 "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryTestSupport",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
-        .testTarget(name: "AccessoryCtlTests", dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryCapture", "AccessoryTestSupport"]),
+        .testTarget(
+            name: "AccessoryCtlTests",
+            dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryCapture", "AccessoryKit", "AccessoryTesting", "AccessoryTestSupport"]),
         .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),
         .testTarget(
             name: "AccessoryTestingTests",

@@ -32,6 +32,10 @@ public struct SimulatedAccessory: Sendable {
     var androidRole: AndroidRole?
     /// How START ends on a phone (``answeringStart(_:)``).
     var startAnswer = StartAnswer.completes
+    /// A replayed device's recorded descriptors, shown instead of those `interfaces` make.
+    var recorded: RecordedDescriptors?
+    /// A replayed device's playback (``init(replaying:device:recording:pacing:)``).
+    var replay: ReplayScript?
 
     enum AndroidRole: Sendable, Hashable {
         /// A phone that switches into accessory mode on START.
@@ -137,12 +141,12 @@ extension SimulatedAccessory {
 }
 
 extension SimulatedAccessory: Hashable {
-    /// Equal IDs, strings, interfaces and Android role. The responder is behaviour, not
+    /// Equal IDs, strings, interfaces, Android role and recorded descriptors. The responder (and a replay's progress) is behaviour, not
     /// identity, so it is not compared.
     public static func == (lhs: SimulatedAccessory, rhs: SimulatedAccessory) -> Bool {
         lhs.vendor == rhs.vendor && lhs.product == rhs.product && lhs.serial == rhs.serial && lhs.interfaces == rhs.interfaces
             && lhs.manufacturer == rhs.manufacturer && lhs.name == rhs.name && lhs.bcdDevice == rhs.bcdDevice
-            && lhs.androidRole == rhs.androidRole
+            && lhs.androidRole == rhs.androidRole && lhs.recorded == rhs.recorded
     }
 
     /// Hashes what ``==(_:_:)`` compares.

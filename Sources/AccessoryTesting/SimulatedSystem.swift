@@ -375,11 +375,16 @@ final class SimulatedSystem: Sendable {
 
     /// What sysfs would say of a simulated accessory: one vendor-specific interface per
     /// protocol, named by it, with the endpoints and alternate settings of its
-    /// ``SimulatedInterface``.
+    /// ``SimulatedInterface``; a replayed device's recorded descriptors.
     static func info(_ a: SimulatedAccessory, bus: Int, address: Int, port: String) -> USBDeviceInfo {
         let descriptor = AccessoryDescriptor(
             bus: bus, address: address, port: port, vendor: a.vendor, product: a.product, bcdDevice: a.bcdDevice,
-            serial: a.serial, manufacturer: a.manufacturer, name: a.name, protocols: a.protocols)
+            serial: a.serial, manufacturer: a.manufacturer, name: a.name, protocols: a.protocols.filter { !$0.isEmpty })
+        if let recorded = a.recorded {
+            return USBDeviceInfo(
+                descriptor: descriptor, deviceClass: recorded.device.deviceClass, deviceDescriptor: recorded.device,
+                configuration: recorded.configuration, speed: .high)
+        }
         let interfaces = a.interfaces.enumerated().flatMap { i, interface in interface.descriptors(number: i) }
         return USBDeviceInfo(
             descriptor: descriptor, deviceClass: 0,

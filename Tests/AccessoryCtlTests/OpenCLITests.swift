@@ -1,6 +1,9 @@
-import Foundation
+import AccessoryCapture
+import AccessoryKit
 import AccessoryTestSupport
+import AccessoryTesting
 import AccessoryTraces
+import Foundation
 import Testing
 
 /// `accessoryctl open` against the simulator's loopback accessories. Nested in the live
@@ -34,8 +37,8 @@ extension LiveCLITests {
             #expect((try? Data(contentsOf: output).count) == 4 << 20)
         }
 
-        @Test("open --capture: a 1 MiB echo is recorded as usbmon pcapng; tshark finds no malformed packet, and bulk OUT carries the input byte for byte", .needsTshark)
-        func capturesTheEcho() throws {
+        @Test("open --capture: a 1 MiB echo is recorded as usbmon pcapng; tshark finds no malformed packet, bulk OUT carries the input byte for byte, and the capture replays with the same answers", .needsTshark)
+        func capturesTheEcho() async throws {
             let dir = try CLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let input = dir.appendingPathComponent("in.bin")
@@ -63,6 +66,39 @@ extension LiveCLITests {
             let summary = try CLI.run(OpenCLI.accessoryctl, ["capture", "summary", capture.path, "--json"])
             #expect(summary.status == 0)
             #expect(try Tshark.counts(fromSummaryJSON: summary.stdout) == Tshark.summary(of: capture.path).counts)
+            try await Self.replayEcho(capture.path, expecting: bytes)
+        }
+
+        /// Replays an echo's capture: its bulk OUT transfers, sent again one by one, are
+        /// answered on the IN stream with exactly the bytes the accessory echoed, and the
+        /// replay finds nothing missing and nothing different.
+        static func replayEcho(_ path: String, expecting bytes: [UInt8]) async throws {
+            let capture = try USBCapture(path: path)
+            let device = try #require(capture.devices.first { $0.vendor == 0x1209 })
+            let recorded = capture.transfers(of: device)
+            let outs = recorded.filter { $0.kind == .bulk && $0.endpoint == 0x01 && $0.status == 0 }
+            let ins = recorded.filter { $0.kind == .bulk && $0.endpoint == 0x81 && $0.status == 0 }
+            let usb = SimulatedUSB()
+            // The descriptors (and the interface's name) come from the capture itself.
+            let replayed = await usb.plug(try SimulatedAccessory(replaying: capture, device: device))
+            let echoed = try await withAccessoryManager(usb: usb) { manager in
+                let accessory = try #require(await manager.connectedAccessories.first)
+                #expect(accessory.descriptor.serial == "SN1" && accessory.protocolStrings == ["org.example.loopback"])
+                return try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session in
+                    try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                        group.addTask {
+                            for t in outs { try await session.transferOut(0x01, t.data) }
+                            return []
+                        }
+                        group.addTask { try await session.read(exactly: ins.reduce(0) { $0 + $1.data.count }) }
+                        return try await group.reduce(into: []) { $0 += $1 }
+                    }
+                }
+            }
+            #expect(echoed == bytes, "the replayed accessory answers with the recorded echo")
+            let report = await usb.replayReport(of: replayed)
+            #expect(report.divergences.isEmpty && report.unconsumed == 0, "\(report)")
+            #expect(report.matched == outs.count + ins.count, "\(report)")
         }
 
         @Test("An unknown target exits 1 and lists what is present")

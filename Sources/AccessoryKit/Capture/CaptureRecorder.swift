@@ -23,6 +23,40 @@ final class CaptureRecorder: Sendable {
         self.logger = logger
     }
 
+    /// The devices (bus, address) whose descriptors are in the capture.
+    private let described = Locked<Set<[Int]>>([])
+
+    /// Records `info`'s descriptors, once per device, as GET_DESCRIPTOR answers (device,
+    /// configuration, strings), the way a capture begun before the device was plugged shows
+    /// them from its enumeration. libusb reads them from sysfs, so during a session they
+    /// never cross the wire; with them the capture is complete enough to replay
+    /// (`SimulatedAccessory(replaying:device:)`).
+    func describe(_ info: USBDeviceInfo) {
+        guard let address = info.descriptor.address, let device = info.deviceDescriptor else { return }
+        guard described.withLock({ $0.insert([info.descriptor.bus, address]).inserted }) else { return }
+        var answers: [(value: UInt16, index: UInt16, bytes: [UInt8])] = [(0x0100, 0, USBDescriptorEncoder.device(device))]
+        if let c = info.configuration { answers.append((0x0200, 0, USBDescriptorEncoder.configuration(c))) }
+        var strings: [UInt8: String] = [:]
+        for (index, text) in [
+            (device.manufacturerIndex, info.descriptor.manufacturer), (device.productIndex, info.descriptor.name),
+            (device.serialNumberIndex, info.descriptor.serial),
+        ] where index != 0 {
+            strings[index] = text
+        }
+        for i in info.configuration?.interfaces ?? [] where i.nameIndex != 0 {
+            if let name = i.name { strings[i.nameIndex] = name }
+        }
+        if !strings.isEmpty { answers.append((0x0300, 0, USBDescriptorEncoder.languages)) }
+        for (index, text) in strings.sorted(by: { $0.key < $1.key }) {
+            answers.append((0x0300 | UInt16(index), 0x0409, USBDescriptorEncoder.string(text)))
+        }
+        for a in answers {
+            let setup = USBCapture.Setup(requestType: 0x80, request: 6, value: a.value, index: a.index, length: UInt16(a.bytes.count))
+            let urb = submit(bus: info.descriptor.bus, device: address, endpoint: 0x80, kind: .control, setup: setup, requestedLength: a.bytes.count)
+            complete(urb, TransferCompletion(status: .completed, data: a.bytes))
+        }
+    }
+
     /// One transfer's place in the capture: what its completion needs.
     struct URB: Sendable {
         var id: UInt64

@@ -12,10 +12,14 @@ final class CapturingHost: USBHost {
         self.recorder = recorder
     }
 
+    /// Opens the device; the first time, its descriptors go into the capture first
+    /// (``CaptureRecorder/describe(_:)``).
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
-        CapturingConnection(
-            try inner.open(bus: bus, address: address, vendor: vendor, product: product), recorder: recorder, bus: bus,
-            device: address)
+        let connection = try inner.open(bus: bus, address: address, vendor: vendor, product: product)
+        if let info = inner.scan().devices.first(where: { $0.descriptor.bus == bus && $0.descriptor.address == address }) {
+            recorder.describe(info)
+        }
+        return CapturingConnection(connection, recorder: recorder, bus: bus, device: address)
     }
 
     func scan() -> SysfsScanner.Result { inner.scan() }

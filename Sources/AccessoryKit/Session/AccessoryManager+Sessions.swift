@@ -184,12 +184,17 @@ extension AccessoryManager {
                     + (spoken.isEmpty ? "it declares no protocol" : "it speaks \(spoken.joined(separator: ", "))"),
                 operation: operation)
         }
-        guard let inEndpoint = streamEndpoint(of: interface, .in), let outEndpoint = streamEndpoint(of: interface, .out) else {
+        // A direction with no endpoint (a reader with only a bulk IN) gets a stream that says so.
+        let foundIn = streamEndpoint(of: interface, .in), foundOut = streamEndpoint(of: interface, .out)
+        guard foundIn != nil || foundOut != nil else {
             throw AccessoryError(
                 .protocolNotSupported,
-                "interface \(interface.number) of accessory \(label), which carries \(protocolName), lacks an IN and an OUT endpoint (bulk or interrupt)",
+                "interface \(interface.number) of accessory \(label), which carries \(protocolName), has no bulk or interrupt endpoint",
                 operation: operation)
         }
+        let inEndpoint = foundIn ?? AbsentEndpointQueue.placeholder(.in)
+        let outEndpoint = foundOut ?? AbsentEndpointQueue.placeholder(.out)
+        let place = "interface \(interface.number) of accessory \(label)"
 
         let handle = try openDevice()
         let number = interface.number
@@ -223,7 +228,7 @@ extension AccessoryManager {
                 device: handle, interface: number, alternate: interface.alternate,
                 settings: alternateSettings(of: number, in: info.configuration), sessionDescription: description)
             let pipe = try makeDataPlane(
-                handle, in: inEndpoint, out: outEndpoint, options: options, description: description,
+                handle, in: inEndpoint, out: outEndpoint, place: place, options: options, description: description,
                 clock: clock, calls: calls, onNoDevice: onNoDevice)
             return PreparedSession(
                 device: handle, interface: number, inEndpoint: inEndpoint, outEndpoint: outEndpoint, detachedDriver: detached, pipe: pipe)
@@ -311,7 +316,7 @@ extension AccessoryManager {
 
     /// A session's data plane over the device's transfer queues for its two endpoints.
     private static func makeDataPlane(
-        _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint,
+        _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint, place: String,
         options: AccessorySession.Options, description: String, clock: any Clock<Duration>, calls: EndpointCalls,
         onNoDevice: @escaping @Sendable (DeviceGoneSign, DataPlane) -> Void
     ) throws(AccessoryError) -> DataPlane {
@@ -319,12 +324,16 @@ extension AccessoryManager {
             options: options, inPacketSize: inEndpoint.packetSize, outPacketSize: outEndpoint.packetSize,
             sessionDescription: description)
         let (input, output) = (configuration.input, configuration.output)
-        let inQueue = try device.makeEndpointQueue(
-            endpoint: inEndpoint.address, type: inEndpoint.transferType, maxPacketSize: inEndpoint.packetSize,
-            transfers: input.transfersInFlight, transferSize: input.transferLength)
-        let outQueue = try device.makeEndpointQueue(
-            endpoint: outEndpoint.address, type: outEndpoint.transferType, maxPacketSize: outEndpoint.packetSize,
-            transfers: output.transfersInFlight, transferSize: output.transferSize)
+        let inQueue: any EndpointQueue = AbsentEndpointQueue.isPlaceholder(inEndpoint.address)
+            ? AbsentEndpointQueue(direction: .in, interface: place, device: description, capacity: input.transfersInFlight)
+            : try device.makeEndpointQueue(
+                endpoint: inEndpoint.address, type: inEndpoint.transferType, maxPacketSize: inEndpoint.packetSize,
+                transfers: input.transfersInFlight, transferSize: input.transferLength)
+        let outQueue: any EndpointQueue = AbsentEndpointQueue.isPlaceholder(outEndpoint.address)
+            ? AbsentEndpointQueue(direction: .out, interface: place, device: description, capacity: output.transfersInFlight)
+            : try device.makeEndpointQueue(
+                endpoint: outEndpoint.address, type: outEndpoint.transferType, maxPacketSize: outEndpoint.packetSize,
+                transfers: output.transfersInFlight, transferSize: output.transferSize)
         return DataPlane(
             input: inQueue, output: outQueue, configuration: configuration, sleep: { try await clock.sleep(for: $0) },
             calls: calls, onNoDevice: onNoDevice)

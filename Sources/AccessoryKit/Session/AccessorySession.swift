@@ -49,7 +49,8 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     public let options: Options
     /// The claimed interface.
     package let interfaceNumber: UInt8
-    /// The IN and OUT endpoint addresses, such as `0x81` and `0x01`.
+    /// The byte streams' IN and OUT endpoint addresses, such as `0x81` and `0x01`; `0x80` or
+    /// `0x00` where the interface has none in that direction (its stream fails, saying so).
     package let inEndpoint: UInt8
     /// The OUT endpoint address.
     package let outEndpoint: UInt8
@@ -207,8 +208,9 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
         defer { pipe.endClearingStall() }
         let device = try openDevice("clear stall")
         do {
-            try device.clearHalt(endpoint: outEndpoint)
-            try device.clearHalt(endpoint: inEndpoint)
+            for endpoint in [outEndpoint, inEndpoint] where !AbsentEndpointQueue.isPlaceholder(endpoint) {
+                try device.clearHalt(endpoint: endpoint)
+            }
         } catch {
             throw await deviceFailed(error, operation: "clear halt")
         }

@@ -1,0 +1,28 @@
+/// How a replay went so far (``SimulatedUSB/replayReport(of:)``).
+public struct SimulatedReplayReport: Sendable, Hashable, CustomStringConvertible {
+    /// Recorded transfers answered as recorded, the optional ones (cancelled by the host or
+    /// never completed) aside.
+    public var matched: Int
+    /// One message per transfer that did not match the recording: the transfer's index in
+    /// `capture.transfers(of: device)`, its endpoint, and the expected and actual bytes from
+    /// the first difference.
+    public var divergences: [String]
+    /// Recorded transfers nobody asked for, other than the optional ones (cancelled by the
+    /// host, never completed, and the standard requests answered from the descriptors).
+    public var unconsumed: Int
+
+    /// A report with these counts.
+    public init(matched: Int, divergences: [String], unconsumed: Int) {
+        self.matched = matched
+        self.divergences = divergences
+        self.unconsumed = unconsumed
+    }
+
+    /// Whether the app asked for every needed recorded transfer and nothing else diverged.
+    public var isComplete: Bool { divergences.isEmpty && unconsumed == 0 }
+
+    /// `412 matched, 0 divergences, 0 unconsumed`, then each divergence on its own line.
+    public var description: String {
+        (["\(matched) matched, \(divergences.count) divergences, \(unconsumed) unconsumed"] + divergences).joined(separator: "\n")
+    }
+}
