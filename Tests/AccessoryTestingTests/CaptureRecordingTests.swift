@@ -61,7 +61,17 @@ struct CaptureRecordingTests {
         #expect(capture.devices.count == 1)
         #expect(device.bus == 1)
         let transfers = capture.transfers(of: device)
-        let control = transfers.filter { $0.kind == .control }
+        // The device's descriptors come first, as the GET_DESCRIPTOR answers of an enumeration:
+        // device, configuration, the languages, then strings 1–4 (manufacturer, product,
+        // serial, the interface's name), each as the device would send it.
+        let descriptors = transfers.prefix { $0.setup?.request == 6 }
+        #expect(descriptors.map { $0.setup!.value } == [0x0100, 0x0200, 0x0300, 0x0301, 0x0302, 0x0303, 0x0304])
+        #expect(descriptors.first?.data.count == 18 && descriptors.first?.data[8...11] == [0x09, 0x12, 0x07, 0x00])
+        let parsed = try #require(try? USBDescriptorParser.parseConfiguration(descriptors.dropFirst().first?.data ?? []))
+        #expect(parsed.configuration.interfaces.first?.endpoints.map(\.address) == [0x01, 0x81])
+        let name = descriptors.last?.data ?? []
+        #expect(String(decoding: stride(from: 2, to: name.count, by: 2).map { UInt16(name[$0]) | UInt16(name[$0 + 1]) << 8 }, as: UTF16.self) == "org.example.loopback")
+        let control = transfers.filter { $0.kind == .control && $0.setup?.request != 6 }
         #expect(control.map { $0.setup?.request } == [1, 2, 5])
         #expect(control.first?.setup?.value == 0x1234 && control.first?.data == [0xde, 0xad, 0xbe, 0xef])
         #expect(control.first?.endpoint == 0x80 && control.dropFirst().first?.endpoint == 0x00)

@@ -1,0 +1,209 @@
+import AccessoryCapture
+import AccessoryCore
+import AccessoryKit
+import AccessoryTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// How a replayed device matches the host's transfers against its recording: divergences,
+/// optional transfers, recorded statuses, pacing, and a capture the package made itself.
+@Suite("Replay matching", .timeLimit(.minutes(1)))
+struct ReplayMatchingTests {
+    static let reader = "com.example.reader"
+
+    /// A capture written transfer by transfer, each at the time given.
+    final class CaptureBuilder: Sendable {
+        let path: String
+        private let writer: USBCaptureWriter
+        private let time = Locked(Duration.seconds(1_000_000))
+        private let nextID = Locked(UInt64(1))
+
+        init(_ name: String) throws {
+            path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString).pcapng").path
+            let time = self.time
+            writer = try USBCaptureWriter(path: path, now: { time.withLock { $0 } })
+            // The descriptors, as an enumeration shows them: bulk OUT 0x01, bulk IN 0x81, interrupt IN 0x83.
+            let device = USBDeviceDescriptor(
+                bcdUSB: 0x0200, deviceClass: 0, deviceSubclass: 0, deviceProtocol: 0, maxPacketSize0: 64, vendor: 0x1209,
+                product: 0x0042, bcdDevice: 0x0100, manufacturerIndex: 0, productIndex: 0, serialNumberIndex: 0, configurationCount: 1)
+            let configuration = USBConfiguration(value: 1, interfaces: [
+                USBInterface(
+                    number: 0, alternate: 0, interfaceClass: 0xff, interfaceSubclass: 0, interfaceProtocol: 0, nameIndex: 0,
+                    endpoints: [
+                        USBEndpoint(address: 0x01, attributes: 2, maxPacketSize: 64, interval: 0),
+                        USBEndpoint(address: 0x81, attributes: 2, maxPacketSize: 64, interval: 0),
+                        USBEndpoint(address: 0x83, attributes: 3, maxPacketSize: 8, interval: 1),
+                    ])
+            ])
+            for (value, bytes) in [(UInt16(0x0100), USBDescriptorEncoder.device(device)), (0x0200, USBDescriptorEncoder.configuration(configuration))] {
+                try control(USBCapture.Setup(requestType: 0x80, request: 6, value: value, index: 0, length: UInt16(bytes.count)), answer: bytes)
+            }
+        }
+
+        /// Records one transfer: submitted now, completed `after` later with `status` (none: never).
+        func transfer(
+            _ endpoint: UInt8, kind: USBCapture.Transfer.Kind = .bulk, setup: USBCapture.Setup? = nil, out: [UInt8] = [],
+            answer: [UInt8] = [], length: Int = 64, status: Int32? = 0, after: Duration = .milliseconds(1)
+        ) throws {
+            let id = nextID.withLock { id in
+                defer { id += 1 }
+                return id
+            }
+            try writer.submit(urbID: id, bus: 1, device: 7, endpoint: endpoint, kind: kind, setup: setup, data: out, requestedLength: endpoint & 0x80 != 0 ? length : out.count)
+            time.withLock { $0 += after }
+            if let status {
+                try writer.complete(urbID: id, bus: 1, device: 7, endpoint: endpoint, kind: kind, status: status, data: answer, actualLength: endpoint & 0x80 != 0 ? answer.count : out.count)
+            }
+        }
+
+        func control(_ setup: USBCapture.Setup, out: [UInt8] = [], answer: [UInt8] = [], status: Int32 = 0) throws {
+            try transfer(setup.requestType & 0x80, kind: .control, setup: setup, out: out, answer: answer, length: Int(setup.length), status: status)
+        }
+
+        func capture() throws -> (USBCapture, USBCapture.Device) {
+            let capture = try USBCapture(path: path)
+            return (capture, try #require(capture.devices.first))
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    /// Runs `body` with a session on the replayed device (which speaks `reader` by a device rule).
+    static func withReplay(
+        _ builder: CaptureBuilder, pacing: ReplayPacing = .immediate,
+        _ body: @Sendable (SimulatedUSB, AccessoryManager, Accessory, AccessorySession) async throws -> Void
+    ) async throws -> SimulatedReplayReport {
+        let (capture, device) = try builder.capture()
+        let usb = SimulatedUSB()
+        let replayed = await usb.plug(try SimulatedAccessory(replaying: capture, device: device, pacing: pacing))
+        let table = ProtocolTable(rules: [.device(vendor: 0x1209, product: 0x0042, speaks: reader)])
+        try await withAccessoryManager(configuration: .init(protocolTable: table), usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            try await manager.withSession(to: accessory, protocol: reader) { session in
+                try await body(usb, manager, accessory, session)
+            }
+        }
+        return await usb.replayReport(of: replayed)
+    }
+
+    static func failure(_ body: () async throws -> Void) async -> AccessoryError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error as? AccessoryError
+        }
+    }
+
+    @Test("Another setup, other OUT data, and an OUT beyond the recording each fail that transfer, naming its index, endpoint and bytes")
+    func divergences() async throws {
+        let b = try CaptureBuilder("divergences")
+        try b.control(USBCapture.Setup(requestType: 0x40, request: 2, value: 1, index: 0, length: 3), out: [1, 2, 3])  // transfer 2
+        try b.control(USBCapture.Setup(requestType: 0xc0, request: 3, value: 0, index: 0, length: 4), answer: [9, 9, 9, 9])  // 3
+        try b.transfer(0x01, out: [0xa7, 0xfe])  // 4
+        try b.transfer(0x81, answer: [0x90, 0x00])  // 5
+        let report = try await Self.withReplay(b) { _, manager, accessory, session in
+            let data = await Self.failure { try await manager.controlTransfer(to: accessory, ControlRequest(.vendor, request: 2, value: 1), data: [1, 2, 4]) }
+            #expect(data?.code == .io)
+            #expect(data?.message.contains("transfer 2 of the capture (control)") == true, "\(String(describing: data))")
+            #expect(data?.message.contains("data at byte 2") == true && data?.message.contains("expected 03, got 04") == true, "\(String(describing: data))")
+            let setup = await Self.failure { _ = try await manager.controlTransfer(from: accessory, ControlRequest(.vendor, request: 3, value: 5), length: 4) }
+            #expect(setup?.message.contains("transfer 3 of the capture (control) diverges: setup at byte 2") == true, "\(String(describing: setup))")
+            #expect(setup?.message.contains("expected 00 00 00 00 04 00, got 05 00 00 00 04 00") == true, "\(String(describing: setup))")
+            try await session.transferOut(0x01, [0xa7, 0xfe])
+            #expect(try await session.transferIn(0x81, length: 64) == [0x90, 0x00])
+            let beyond = await Self.failure { try await session.transferOut(0x01, [0x01]) }
+            #expect(beyond?.message.contains("nothing is left on bulk OUT 0x01") == true, "\(String(describing: beyond))")
+        }
+        #expect(report.matched == 2)
+        #expect(report.divergences.count == 3)
+        #expect(report.unconsumed == 0)
+    }
+
+    @Test("A cancelled IN in the middle is passed over; a last one that never completed waits until the host gives up; nothing needed is left")
+    func optionalTransfers() async throws {
+        let b = try CaptureBuilder("optional")
+        try b.transfer(0x83, kind: .interrupt, length: 8, status: -2)  // cancelled by the host
+        try b.transfer(0x83, kind: .interrupt, answer: [1], length: 8)
+        try b.transfer(0x83, kind: .interrupt, length: 8, status: nil)  // the capture ends first
+        let report = try await Self.withReplay(b) { usb, _, _, session async throws in
+            #expect(try await session.transferIn(0x83, length: 8) == [1])
+            let waiting = Task { await Self.failure { _ = try await session.transferIn(0x83, length: 8, timeout: .seconds(1)) } }
+            await usb.advance(by: .seconds(2))
+            #expect(await waiting.value?.code == .timeout)
+        }
+        #expect(report == SimulatedReplayReport(matched: 1, divergences: [], unconsumed: 0))
+    }
+
+    @Test("A recorded stall (-EPIPE) is a stall until the halt is cleared; what the app never asked for is unconsumed")
+    func stallAndUnconsumed() async throws {
+        let b = try CaptureBuilder("stall")
+        try b.transfer(0x81, status: -32)
+        try b.transfer(0x81, answer: [5, 6])
+        try b.transfer(0x01, out: [1])
+        try b.transfer(0x01, out: [2])
+        let report = try await Self.withReplay(b) { _, _, _, session in
+            let stall = await Self.failure { _ = try await session.transferIn(0x81, length: 64) }
+            #expect(stall?.code == .stall)
+            try await session.clearHalt(0x81)
+            #expect(try await session.transferIn(0x81, length: 64) == [5, 6])
+            try await session.transferOut(0x01, [1])
+        }
+        #expect(report == SimulatedReplayReport(matched: 3, divergences: [], unconsumed: 1))
+        #expect(!report.isComplete)
+    }
+
+    @Test("pacing: .recorded answers after the recorded duration, on the virtual clock; .immediate at once")
+    func pacing() async throws {
+        let b = try CaptureBuilder("pacing")
+        try b.transfer(0x81, answer: [7], after: .seconds(2))
+        let report = try await Self.withReplay(b, pacing: .recorded) { usb, _, _, session async throws in
+            let done = Mutex(false)
+            let read = Task {
+                let bytes = try await session.transferIn(0x81, length: 64)
+                done.withLock { $0 = true }
+                return bytes
+            }
+            await usb.advance(by: .seconds(1))
+            #expect(!done.withLock { $0 }, "not before its recorded duration")
+            await usb.advance(by: .milliseconds(1500))
+            #expect(try await read.value == [7])
+        }
+        #expect(report.matched == 1)
+        let immediate = try await Self.withReplay(b) { _, _, _, session async throws in
+            #expect(try await session.transferIn(0x81, length: 64) == [7])
+        }
+        #expect(immediate.isComplete)
+    }
+
+    @Test("A capture the package recorded (control data, a refused request, an echo) replays with the same answers")
+    func ownCaptureReplays() async throws {
+        let dir = try CaptureRecordingTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let payload = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let path = try await CaptureRecordingTests.record(payload, chunk: 1000, in: dir)
+        let capture = try USBCapture(path: path)
+        let device = try #require(capture.devices.first)
+        let recorded = capture.transfers(of: device)
+        let outs = recorded.filter { $0.kind == .bulk && !$0.isIn && $0.status == 0 }
+        let inBytes = recorded.filter { $0.kind == .bulk && $0.isIn && $0.status == 0 }.reduce(0) { $0 + $1.data.count }
+        let usb = SimulatedUSB()
+        let replayed = await usb.plug(try SimulatedAccessory(replaying: capture, device: device))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            #expect(try await manager.controlTransfer(from: accessory, ControlRequest(.vendor, request: 1, value: 0x1234), length: 4) == [0xde, 0xad, 0xbe, 0xef])
+            try await manager.controlTransfer(to: accessory, ControlRequest(.vendor, request: 2, index: 3), data: [9, 8, 7])
+            let refused = await Self.failure { try await manager.controlTransfer(to: accessory, ControlRequest(.vendor, request: 5), data: []) }
+            #expect(refused?.code == .stall)
+            let echoed = try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session in
+                for t in outs { try await session.transferOut(0x01, t.data) }
+                return try await session.read(exactly: inBytes)
+            }
+            #expect(echoed == payload)
+        }
+        let report = await usb.replayReport(of: replayed)
+        #expect(report.isComplete, "\(report)")
+        #expect(report.matched == 3 + outs.count + recorded.filter { $0.kind == .bulk && $0.isIn && $0.status == 0 }.count)
+    }
+}
