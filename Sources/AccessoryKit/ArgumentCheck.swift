@@ -15,7 +15,9 @@ package enum ArgumentCheck {
     /// `proc_control` refuses more with `EINVAL`).
     package static let maxControlTransferLength = 4096
 
-    /// The most bytes one ``AccessorySession/transferIn(_:length:timeout:)`` asks for.
+    /// The most bytes one ``AccessorySession/transferIn(_:length:timeout:)`` asks for. A
+    /// length outside 0...this is `.io` naming the value (the endpoint contract's usage
+    /// error), not `.invalidArgument`.
     package static let maxTransferInLength = 65_535
 
     /// The most bytes one ``AccessorySession/transferOut(_:_:timeout:)`` sends: usbfs's

@@ -27,8 +27,8 @@ extension AccessorySession {
     ///     packet boundary) makes the call throw `.overflow`.
     ///   - timeout: how long the transfer may take; `nil` waits forever.
     /// - Throws: ``AccessoryError``: `.notFound` naming the endpoint when it is not an IN
-    ///   endpoint of the claimed interface, and `.invalidArgument` for a `length` or
-    ///   `timeout` out of range, before anything is sent; `.busy` when `endpoint` is the one
+    ///   endpoint of the claimed interface, `.io` naming the value for a `length` outside
+    ///   0...65,535, and `.invalidArgument` for a negative `timeout`, before anything is sent; `.busy` when `endpoint` is the one
     ///   ``input`` reads and the stream has reads in flight; `.timeout`; `.cancelled` when
     ///   the task is cancelled; `.stall` until ``clearHalt(_:)``;
     ///   `.accessoryDisconnected(reason)` with the reason the streams get; `.sessionClosed`.
@@ -36,7 +36,12 @@ extension AccessorySession {
     ///   ``AccessoryError/bytesTransferred`` says how much.
     public func transferIn(_ endpoint: UInt8, length: Int, timeout: Duration? = nil) async throws(AccessoryError) -> [UInt8] {
         let operation = "transferIn"
-        try ArgumentCheck.check(length, in: 0...ArgumentCheck.maxTransferInLength, "length", operation: operation)
+        guard (0...ArgumentCheck.maxTransferInLength).contains(length) else {
+            // A usage error of this call, as the contract names it: `.io` with the value.
+            throw AccessoryError(
+                .io, "length \(length) is out of range: 0...\(ArgumentCheck.maxTransferInLength) bytes per transferIn",
+                operation: operation)
+        }
         let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
         let target = try callEndpoint(endpoint, isIn: true, operation)
         if endpoint == inEndpoint, pipe.isReading {
