@@ -22,7 +22,7 @@ final class CapturingConnection: USBDeviceConnection {
         CapturingEndpointQueue(
             try inner.makeEndpointQueue(
                 endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, transfers: transfers, transferSize: transferSize),
-            recorder: recorder, bus: bus, device: device, kind: type == .interrupt ? .interrupt : .bulk)
+            site: site(type))
     }
 
     func makeEndpointTransfers(
@@ -30,7 +30,12 @@ final class CapturingConnection: USBDeviceConnection {
     ) throws(AccessoryError) -> any EndpointTransfers {
         CapturingEndpointTransfers(
             try inner.makeEndpointTransfers(endpoint: endpoint, type: type, maxPacketSize: maxPacketSize),
-            recorder: recorder, bus: bus, device: device, kind: type == .interrupt ? .interrupt : .bulk)
+            site: site(type))
+    }
+
+    /// Where an endpoint of this transfer type records its transfers.
+    private func site(_ type: USBEndpoint.TransferType) -> CaptureSite {
+        CaptureSite(recorder: recorder, bus: bus, device: device, kind: type == .interrupt ? .interrupt : .bulk)
     }
 
     func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8] {

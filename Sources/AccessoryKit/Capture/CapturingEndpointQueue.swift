@@ -6,19 +6,13 @@ import AccessoryCore
 /// submission order, so the URBs wait in a first-in, first-out line.
 final class CapturingEndpointQueue: EndpointQueue {
     private let inner: any EndpointQueue
-    private let recorder: CaptureRecorder
-    private let bus: Int
-    private let address: Int
-    private let kind: USBCapture.Transfer.Kind
+    private let site: CaptureSite
     /// The URBs submitted and not yet completed, oldest first.
     private let urbs = Locked<[CaptureRecorder.URB]>([])
 
-    init(_ inner: any EndpointQueue, recorder: CaptureRecorder, bus: Int, device: Int, kind: USBCapture.Transfer.Kind) {
+    init(_ inner: any EndpointQueue, site: CaptureSite) {
         self.inner = inner
-        self.recorder = recorder
-        self.bus = bus
-        self.address = device
-        self.kind = kind
+        self.site = site
     }
 
     var endpoint: UInt8 { inner.endpoint }
@@ -29,7 +23,7 @@ final class CapturingEndpointQueue: EndpointQueue {
     var device: String { inner.device }
 
     func setCompletionHandler(_ handler: @escaping @Sendable (TransferCompletion) -> Void) {
-        inner.setCompletionHandler { [recorder, urbs] completion in
+        inner.setCompletionHandler { [recorder = site.recorder, urbs] completion in
             let urb = urbs.withLock { $0.isEmpty ? nil : $0.removeFirst() }
             if let urb { recorder.complete(urb, completion) }
             handler(completion)
@@ -47,14 +41,9 @@ final class CapturingEndpointQueue: EndpointQueue {
     func cancelAll() { inner.cancelAll() }
     func close() { inner.close() }
 
-    /// Records the submission first (its completion may come before `submit` returns to us),
-    /// and takes it back out when the submit fails.
     private func submitting(data: ArraySlice<UInt8>, length: Int, _ submit: () -> AccessoryError?) -> AccessoryError? {
-        let urb = recorder.submit(bus: bus, device: address, endpoint: inner.endpoint, kind: kind, data: data, requestedLength: length)
-        urbs.withLock { $0.append(urb) }
-        guard let error = submit() else { return nil }
-        urbs.withLock { $0.removeAll { $0.id == urb.id } }
-        recorder.fail(urb, error)
-        return error
+        site.submit(
+            endpoint: inner.endpoint, data: data, length: length, hold: { urb in urbs.withLock { $0.append(urb) } },
+            release: { urb in urbs.withLock { $0.removeAll { $0.id == urb.id } } }, submit)
     }
 }

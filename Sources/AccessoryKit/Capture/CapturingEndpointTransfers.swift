@@ -5,19 +5,13 @@ import AccessoryCore
 /// submitted, its completion before the caller hears of it, matched by the call's tag.
 final class CapturingEndpointTransfers: EndpointTransfers {
     private let inner: any EndpointTransfers
-    private let recorder: CaptureRecorder
-    private let bus: Int
-    private let address: Int
-    private let kind: USBCapture.Transfer.Kind
+    private let site: CaptureSite
     /// The URBs submitted and not yet completed, by tag.
     private let urbs = Locked<[UInt64: CaptureRecorder.URB]>([:])
 
-    init(_ inner: any EndpointTransfers, recorder: CaptureRecorder, bus: Int, device: Int, kind: USBCapture.Transfer.Kind) {
+    init(_ inner: any EndpointTransfers, site: CaptureSite) {
         self.inner = inner
-        self.recorder = recorder
-        self.bus = bus
-        self.address = device
-        self.kind = kind
+        self.site = site
     }
 
     var endpoint: UInt8 { inner.endpoint }
@@ -25,7 +19,7 @@ final class CapturingEndpointTransfers: EndpointTransfers {
     var device: String { inner.device }
 
     func setCompletionHandler(_ handler: @escaping @Sendable (_ tag: UInt64, TransferCompletion) -> Void) {
-        inner.setCompletionHandler { [recorder, urbs] tag, completion in
+        inner.setCompletionHandler { [recorder = site.recorder, urbs] tag, completion in
             if let urb = urbs.withLock({ $0.removeValue(forKey: tag) }) { recorder.complete(urb, completion) }
             handler(tag, completion)
         }
@@ -43,14 +37,9 @@ final class CapturingEndpointTransfers: EndpointTransfers {
     func cancelAll() { inner.cancelAll() }
     func close() { inner.close() }
 
-    /// Records the submission first (its completion may come before `submit` returns), and
-    /// records an `E` instead when the submit fails.
     private func submitting(data: ArraySlice<UInt8>, length: Int, tag: UInt64, _ submit: () -> AccessoryError?) -> AccessoryError? {
-        let urb = recorder.submit(bus: bus, device: address, endpoint: inner.endpoint, kind: kind, data: data, requestedLength: length)
-        urbs.withLock { $0[tag] = urb }
-        guard let error = submit() else { return nil }
-        urbs.withLock { _ = $0.removeValue(forKey: tag) }
-        recorder.fail(urb, error)
-        return error
+        site.submit(
+            endpoint: inner.endpoint, data: data, length: length, hold: { urb in urbs.withLock { $0[tag] = urb } },
+            release: { _ in urbs.withLock { _ = $0.removeValue(forKey: tag) } }, submit)
     }
 }
