@@ -19,11 +19,8 @@ struct ReplayMatchingTests {
         private let time = Locked(Duration.seconds(1_000_000))
         private let nextID = Locked(UInt64(1))
 
-        init(_ name: String) throws {
-            path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString).pcapng").path
-            let time = self.time
-            writer = try USBCaptureWriter(path: path, now: { time.withLock { $0 } })
-            // The descriptors, as an enumeration shows them: bulk OUT 0x01, bulk IN 0x81, interrupt IN 0x83.
+        /// The device and configuration descriptors of the reader every builder records.
+        static let descriptors: (device: [UInt8], configuration: [UInt8]) = {
             let device = USBDeviceDescriptor(
                 bcdUSB: 0x0200, deviceClass: 0, deviceSubclass: 0, deviceProtocol: 0, maxPacketSize0: 64, vendor: 0x1209,
                 product: 0x0042, bcdDevice: 0x0100, manufacturerIndex: 0, productIndex: 0, serialNumberIndex: 0, configurationCount: 1)
@@ -36,7 +33,16 @@ struct ReplayMatchingTests {
                         USBEndpoint(address: 0x83, attributes: 3, maxPacketSize: 8, interval: 1),
                     ])
             ])
-            for (value, bytes) in [(UInt16(0x0100), USBDescriptorEncoder.device(device)), (0x0200, USBDescriptorEncoder.configuration(configuration))] {
+            return (USBDescriptorEncoder.device(device), USBDescriptorEncoder.configuration(configuration))
+        }()
+
+        init(_ name: String, describing: Bool = true) throws {
+            path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString).pcapng").path
+            let time = self.time
+            writer = try USBCaptureWriter(path: path, now: { time.withLock { $0 } })
+            // The descriptors, as an enumeration shows them: bulk OUT 0x01, bulk IN 0x81, interrupt IN 0x83.
+            guard describing else { return }
+            for (value, bytes) in [(UInt16(0x0100), Self.descriptors.device), (0x0200, Self.descriptors.configuration)] {
                 try control(USBCapture.Setup(requestType: 0x80, request: 6, value: value, index: 0, length: UInt16(bytes.count)), answer: bytes)
             }
         }
@@ -205,5 +211,45 @@ struct ReplayMatchingTests {
         let report = await usb.replayReport(of: replayed)
         #expect(report.isComplete, "\(report)")
         #expect(report.matched == 3 + outs.count + recorded.filter { $0.kind == .bulk && $0.isIn && $0.status == 0 }.count)
+    }
+
+    @Test("A capture without descriptors takes them from a umockdev recording (by bus and address, else by ID); a bad one is named with its line")
+    func umockdevFallback() async throws {
+        let b = try CaptureBuilder("bare", describing: false)
+        try b.transfer(0x81, answer: [3])
+        let (capture, device) = try b.capture()
+        let hex = (Self.CaptureBuilder.descriptors.device + Self.CaptureBuilder.descriptors.configuration).map { String(format: "%02X", $0) }.joined()
+        let dir = try CaptureRecordingTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func recording(_ text: String) throws -> String {
+            let path = dir.appendingPathComponent("device-\(UUID().uuidString)").path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let root = "P: /devices/pci0000:00/usb1\nA: busnum=1\\n\nA: devnum=1\\n\nH: descriptors=12010002090001406B1D0200080503020101\n\n"
+        let good = try recording(root + "P: /devices/pci0000:00/usb1/1-3\nA: busnum=1\\n\nA: devnum=7\\n\nA: serial=RDR9\\n\nH: descriptors=\(hex)\n")
+        let usb = SimulatedUSB()
+        let accessory = try SimulatedAccessory(replaying: capture, device: device, recording: good)
+        #expect(accessory.vendor == 0x1209 && accessory.product == 0x0042)
+        #expect(accessory.interfaces.first?.endpoints.map(\.address) == [0x01, 0x81, 0x83])
+        let replayed = await usb.plug(accessory)
+        #expect(await usb.replayReport(of: replayed).unconsumed == 1)
+        // Another address but the same IDs: found by vendor and product.
+        let byID = try recording("P: /devices/x/1-4\nA: busnum=2\nA: devnum=9\nA: idVendor=1209\nA: idProduct=0042\nH: descriptors=\(hex)\n")
+        var described = device
+        described.vendor = 0x1209
+        described.product = 0x0042
+        #expect(try SimulatedAccessory(replaying: capture, device: described, recording: byID).product == 0x0042)
+        let bad = try recording(root + "P: /devices/x/1-3\nA: busnum=1\nA: devnum=7\nH: descriptors=12ZZ\n")
+        #expect {
+            try SimulatedAccessory(replaying: capture, device: device, recording: bad)
+        } throws: { error in
+            "\(error)".contains("\(bad):9: the descriptors attribute is not hexadecimal bytes")
+        }
+        #expect {
+            try SimulatedAccessory(replaying: capture, device: device, recording: try recording(root))
+        } throws: { error in
+            "\(error)".contains("has no device at bus 1 address 7") && "\(error)".contains("1d6b:0002 on bus 1 address 1")
+        }
     }
 }

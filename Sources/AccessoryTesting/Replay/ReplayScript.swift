@@ -73,8 +73,9 @@ final class ReplayScript: Sendable {
                 if transfer.isIn && transfer.kind != .control { return .never }
                 return diverge(&s, "\(label): \(transfer) goes beyond the recording: nothing is left on \(endpointName(transfer))")
             }
-            let index = queue[position...].first { !Self.isOptional(transfers[$0]) } ?? queue[position]
-            s.next[key] = queue.firstIndex(of: index)! + 1
+            let at = queue[position...].firstIndex { !Self.isOptional(transfers[$0]) } ?? position
+            s.next[key] = at + 1
+            let index = queue[at]
             let recorded = transfers[index]
             if let mismatch = mismatch(transfer, recorded) {
                 return diverge(&s, "\(label): transfer \(index) of the capture (\(endpointName(transfer))) diverges: \(mismatch)")

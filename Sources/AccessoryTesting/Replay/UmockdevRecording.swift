@@ -43,8 +43,10 @@ struct UmockdevRecording: Sendable {
             if var d = current, !d.descriptors.isEmpty {
                 d.bus = attributes["busnum"].flatMap { Int($0) }
                 d.address = attributes["devnum"].flatMap { Int($0) }
-                d.vendor = attributes["idVendor"].flatMap { UInt16($0, radix: 16) }
-                d.product = attributes["idProduct"].flatMap { UInt16($0, radix: 16) }
+                // The IDs: the attributes, or else the device descriptor's idVendor and idProduct.
+                let word = { (i: Int) in d.descriptors.count > i + 1 ? UInt16(d.descriptors[i]) | UInt16(d.descriptors[i + 1]) << 8 : nil }
+                d.vendor = attributes["idVendor"].flatMap { UInt16($0, radix: 16) } ?? word(8)
+                d.product = attributes["idProduct"].flatMap { UInt16($0, radix: 16) } ?? word(10)
                 d.manufacturer = attributes["manufacturer"]
                 d.productName = attributes["product"]
                 d.serial = attributes["serial"]
