@@ -138,8 +138,12 @@ struct ReplayMatchingTests {
             let waiting = Task { await Self.failure { _ = try await session.transferIn(0x83, length: 8, timeout: .seconds(1)) } }
             await usb.advance(by: .seconds(2))
             #expect(await waiting.value?.code == .timeout)
+            // Beyond the recording: it waits too, and the report counts it.
+            let beyond = Task { await Self.failure { _ = try await session.transferIn(0x83, length: 8, timeout: .seconds(1)) } }
+            await usb.advance(by: .seconds(2))
+            #expect(await beyond.value?.code == .timeout)
         }
-        #expect(report == SimulatedReplayReport(matched: 1, divergences: [], unconsumed: 0))
+        #expect(report == SimulatedReplayReport(matched: 1, divergences: [], unconsumed: 0, waitingBeyondRecording: 1))
     }
 
     @Test("A recorded stall (-EPIPE) is a stall until the halt is cleared; what the app never asked for is unconsumed")

@@ -30,6 +30,7 @@ final class ReplayScript: Sendable {
         var next: [UInt16: Int] = [:]
         var matched = 0
         var divergences: [String] = []
+        var waiting = 0
     }
 
     private static let controlKey: UInt16 = 0x100
@@ -70,7 +71,10 @@ final class ReplayScript: Sendable {
         return state.withLock { s in
             let position = s.next[key] ?? 0
             guard position < queue.count else {
-                if transfer.isIn && transfer.kind != .control { return .never }
+                if transfer.isIn && transfer.kind != .control {
+                    s.waiting += 1
+                    return .never
+                }
                 return diverge(&s, "\(label): \(transfer) goes beyond the recording: nothing is left on \(endpointName(transfer))")
             }
             let at = queue[position...].firstIndex { !Self.isOptional(transfers[$0]) } ?? position
@@ -150,7 +154,7 @@ final class ReplayScript: Sendable {
             for (key, queue) in queues {
                 for index in queue.dropFirst(s.next[key] ?? 0) where !Self.isOptional(transfers[index]) { unconsumed += 1 }
             }
-            return SimulatedReplayReport(matched: s.matched, divergences: s.divergences, unconsumed: unconsumed)
+            return SimulatedReplayReport(matched: s.matched, divergences: s.divergences, unconsumed: unconsumed, waitingBeyondRecording: s.waiting)
         }
     }
 }

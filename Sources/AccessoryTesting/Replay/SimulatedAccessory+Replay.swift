@@ -27,7 +27,8 @@ extension SimulatedAccessory {
     ///   left) fails that transfer with an `AccessoryError` (`.io`) naming the transfer's
     ///   index in `capture.transfers(of: device)`, its endpoint, and the expected and actual
     ///   bytes from the first difference; ``SimulatedUSB/replayReport(of:)`` lists it. An IN
-    ///   transfer beyond the recording waits, as a device with nothing to send does.
+    ///   transfer beyond the recording waits, as a device with nothing to send does (the
+    ///   report counts it in ``SimulatedReplayReport/waitingBeyondRecording``).
     ///
     /// Each accessory made this way is one playback: plug a new one to start again.
     ///

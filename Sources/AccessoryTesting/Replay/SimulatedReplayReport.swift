@@ -10,19 +10,27 @@ public struct SimulatedReplayReport: Sendable, Hashable, CustomStringConvertible
     /// Recorded transfers nobody asked for, other than the optional ones (cancelled by the
     /// host, never completed, and the standard requests answered from the descriptors).
     public var unconsumed: Int
+    /// IN transfers that asked for more than the recording holds on their endpoint and were
+    /// left waiting, as a device with nothing to send leaves them. Not a divergence: a byte
+    /// stream's read-ahead makes a few at the end of every replay; a one-transfer call that
+    /// is among them times out.
+    public var waitingBeyondRecording: Int
 
     /// A report with these counts.
-    public init(matched: Int, divergences: [String], unconsumed: Int) {
+    public init(matched: Int, divergences: [String], unconsumed: Int, waitingBeyondRecording: Int = 0) {
         self.matched = matched
         self.divergences = divergences
         self.unconsumed = unconsumed
+        self.waitingBeyondRecording = waitingBeyondRecording
     }
 
     /// Whether the app asked for every needed recorded transfer and nothing else diverged.
     public var isComplete: Bool { divergences.isEmpty && unconsumed == 0 }
 
-    /// `412 matched, 0 divergences, 0 unconsumed`, then each divergence on its own line.
+    /// `412 matched, 0 divergences, 0 unconsumed, 2 waiting beyond the recording`, then each
+    /// divergence on its own line.
     public var description: String {
-        (["\(matched) matched, \(divergences.count) divergences, \(unconsumed) unconsumed"] + divergences).joined(separator: "\n")
+        let counts = "\(matched) matched, \(divergences.count) divergences, \(unconsumed) unconsumed, \(waitingBeyondRecording) waiting beyond the recording"
+        return ([counts] + divergences).joined(separator: "\n")
     }
 }
