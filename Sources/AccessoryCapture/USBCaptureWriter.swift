@@ -51,7 +51,7 @@ package final class USBCaptureWriter: Sendable {
     ///   - requestedLength: the URB's buffer length.
     package func submit(
         urbID: UInt64, bus: Int, device: Int, endpoint: UInt8, kind: USBCapture.Transfer.Kind,
-        setup: USBCapture.Setup? = nil, data: [UInt8] = [], requestedLength: Int
+        setup: USBCapture.Setup? = nil, data: ArraySlice<UInt8> = [], requestedLength: Int
     ) throws(USBCaptureError) {
         let isIn = endpoint & 0x80 != 0
         var header = header(urbID, .submit, bus, device, endpoint, kind)
@@ -73,7 +73,7 @@ package final class USBCaptureWriter: Sendable {
     ///   - actualLength: the bytes transferred; by default `data.count`.
     package func complete(
         urbID: UInt64, bus: Int, device: Int, endpoint: UInt8, kind: USBCapture.Transfer.Kind, status: Int32,
-        data: [UInt8] = [], actualLength: Int? = nil
+        data: ArraySlice<UInt8> = [], actualLength: Int? = nil
     ) throws(USBCaptureError) {
         let isIn = endpoint & 0x80 != 0
         var header = header(urbID, .complete, bus, device, endpoint, kind)
@@ -109,8 +109,10 @@ package final class USBCaptureWriter: Sendable {
             bus: UInt16(truncatingIfNeeded: bus), transferFlags: endpoint & 0x80 != 0 ? 0x200 : 0)  // URB_DIR_IN
     }
 
-    /// Stamps `header` with the clock's time and writes it and `data` as one enhanced packet block.
-    private func write(_ header: USBMonHeader, data: [UInt8]) throws(USBCaptureError) {
+    /// Stamps `header` with the clock's time and writes it and `data` as one enhanced packet
+    /// block, with one `writev(2)`: the block's fields and the usbmon header, the data where it
+    /// lies (not copied), then the padding and the trailing length.
+    private func write(_ header: USBMonHeader, data: ArraySlice<UInt8>) throws(USBCaptureError) {
         var header = header
         let (seconds, attoseconds) = now().components
         let nanoseconds = seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
@@ -119,13 +121,40 @@ package final class USBCaptureWriter: Sendable {
         let captured = data.prefix(Self.maximumCapturedData)
         header.capturedLength = UInt32(captured.count)
         let packetLength = 64 + captured.count
-        let block = PcapngBlock.block(type: 6, bigEndian: false, capacity: 32 + packetLength + 3) { w in
-            PcapngBlock.appendPacketFields(
-                interface: 0, ticks: UInt64(bitPattern: nanoseconds), captured: packetLength, original: packetLength, to: &w)
-            header.append(to: &w)
-            w.raw(captured)
+        let padding = (4 - packetLength % 4) % 4
+        let blockLength = UInt32(28 + packetLength + padding + 4)
+        var w = ByteWriter(bigEndian: false, capacity: 96)
+        w.u32(6)  // enhanced packet block
+        w.u32(blockLength)
+        PcapngBlock.appendPacketFields(
+            interface: 0, ticks: UInt64(bitPattern: nanoseconds), captured: packetLength, original: packetLength, to: &w)
+        header.append(to: &w)
+        var trailer = ByteWriter(bigEndian: false, capacity: 8)
+        for _ in 0..<padding { trailer.raw(CollectionOfOne(0)) }
+        trailer.u32(blockLength)
+        let written: Int = w.bytes.withUnsafeBytes { head in
+            captured.withUnsafeBytes { body in
+                trailer.bytes.withUnsafeBytes { tail in
+                    var parts = [
+                        iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count),
+                        iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count),
+                        iovec(iov_base: UnsafeMutableRawPointer(mutating: tail.baseAddress), iov_len: tail.count),
+                    ]
+                    while true {
+                        let n = writev(fd, &parts, Int32(parts.count))
+                        if n < 0 && errno == EINTR { continue }
+                        return n
+                    }
+                }
+            }
         }
-        try write(block)
+        let total = w.bytes.count + captured.count + trailer.bytes.count
+        if written == total { return }
+        guard written >= 0 else {
+            throw USBCaptureError(file: path, offset: nil, reason: "write failed: \(String(cString: strerror(errno)))")
+        }
+        // A short write (rare on a file): the rest, from where it stopped.
+        try write(Array((w.bytes + captured + trailer.bytes).dropFirst(written)))
     }
 
     /// Writes all of `bytes` with `write(2)`, retrying after signals.

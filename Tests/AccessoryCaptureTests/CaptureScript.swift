@@ -44,9 +44,9 @@ struct CaptureScript {
         for (i, event) in events.enumerated() {
             switch event {
             case let .submit(id, bus, device, endpoint, kind, setup, data, requested):
-                try writer.submit(urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, setup: setup, data: data, requestedLength: requested)
+                try writer.submit(urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, setup: setup, data: data[...], requestedLength: requested)
             case let .complete(id, bus, device, endpoint, kind, status, data, actual):
-                try writer.complete(urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, status: status, data: data, actualLength: actual)
+                try writer.complete(urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, status: status, data: data[...], actualLength: actual)
             case let .fail(id, bus, device, endpoint, kind, status):
                 try writer.fail(urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, status: status)
             }

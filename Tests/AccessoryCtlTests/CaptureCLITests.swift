@@ -15,7 +15,7 @@ struct CaptureCLITests {
         try writer.complete(urbID: 1, bus: 1, device: 4, endpoint: 0x80, kind: .control, status: 0,
                             data: [18, 1, 0, 2, 0, 0, 0, 64, 0x09, 0x12, 0x01, 0x00, 0, 1, 1, 2, 3, 1])
         for (id, out) in [(2, [1, 2, 3]), (3, [])] as [(UInt64, [UInt8])] {
-            try writer.submit(urbID: id, bus: 1, device: 4, endpoint: 0x01, kind: .bulk, data: out, requestedLength: out.count)
+            try writer.submit(urbID: id, bus: 1, device: 4, endpoint: 0x01, kind: .bulk, data: out[...], requestedLength: out.count)
             try writer.complete(urbID: id, bus: 1, device: 4, endpoint: 0x01, kind: .bulk, status: 0, actualLength: out.count)
         }
         try writer.submit(urbID: 4, bus: 1, device: 4, endpoint: 0x81, kind: .bulk, requestedLength: 512)

@@ -56,10 +56,10 @@ struct ReplayMatchingTests {
                 defer { id += 1 }
                 return id
             }
-            try writer.submit(urbID: id, bus: 1, device: 7, endpoint: endpoint, kind: kind, setup: setup, data: out, requestedLength: endpoint & 0x80 != 0 ? length : out.count)
+            try writer.submit(urbID: id, bus: 1, device: 7, endpoint: endpoint, kind: kind, setup: setup, data: out[...], requestedLength: endpoint & 0x80 != 0 ? length : out.count)
             time.withLock { $0 += after }
             if let status {
-                try writer.complete(urbID: id, bus: 1, device: 7, endpoint: endpoint, kind: kind, status: status, data: answer, actualLength: endpoint & 0x80 != 0 ? answer.count : out.count)
+                try writer.complete(urbID: id, bus: 1, device: 7, endpoint: endpoint, kind: kind, status: status, data: answer[...], actualLength: endpoint & 0x80 != 0 ? answer.count : out.count)
             }
         }
 

@@ -81,7 +81,7 @@ final class CaptureRecorder: Sendable {
         let urb = URB(id: id, bus: bus, device: device, endpoint: endpoint, kind: kind)
         note {
             try writer.submit(
-                urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, setup: setup, data: Array(data),
+                urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, setup: setup, data: data,
                 requestedLength: requestedLength)
         }
         return urb
@@ -92,7 +92,7 @@ final class CaptureRecorder: Sendable {
         note {
             try writer.complete(
                 urbID: urb.id, bus: urb.bus, device: urb.device, endpoint: urb.endpoint, kind: urb.kind,
-                status: Self.status(completion.status), data: urb.endpoint & 0x80 != 0 ? completion.data : [],
+                status: Self.status(completion.status), data: urb.endpoint & 0x80 != 0 ? completion.data[...] : [],
                 actualLength: completion.length)
         }
     }
