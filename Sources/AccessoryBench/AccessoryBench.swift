@@ -7,7 +7,7 @@ import Logging
 ///     accessory-bench hotplug [--cycles N]            (under accessory-sim)
 ///     accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
 ///     accessory-bench soak [--cycles N] [--sample-every N] [--warm-up N] [--rss-bound-mib N] [--tolerate-races]   (under accessory-sim)
-///     accessory-bench session [--megabytes N] [--pipe-megabytes N] [--pipe-runs N] [--round-trips N] [--runs N] [--profile calls|streams|async]   (under accessory-sim)
+///     accessory-bench session [--megabytes N] [--pipe-megabytes N] [--pipe-runs N] [--round-trips N] [--runs N] [--profile calls|streams|async|capture]   (under accessory-sim)
 ///     accessory-bench capture [--source FILE] [--megabytes N] [--runs N]   (needs tshark)
 ///
 /// `ACCESSORY_BENCH_LOG=debug` (or any swift-log level) shows the library's log on stderr.
@@ -26,7 +26,7 @@ struct AccessoryBench {
                        accessory-bench hotplug [--cycles N]      (under accessory-sim)
                        accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
                        accessory-bench soak [--cycles N] [--sample-every N] [--warm-up N] [--rss-bound-mib N] [--tolerate-races]   (under accessory-sim)
-                       accessory-bench session [--megabytes N] [--pipe-megabytes N] [--pipe-runs N] [--round-trips N] [--runs N] [--profile calls|streams|async]   (under accessory-sim)
+                       accessory-bench session [--megabytes N] [--pipe-megabytes N] [--pipe-runs N] [--round-trips N] [--runs N] [--profile calls|streams|async|capture]   (under accessory-sim)
                        accessory-bench capture [--source FILE] [--megabytes N] [--runs N]   (needs tshark)
                 """)
             exit(64)

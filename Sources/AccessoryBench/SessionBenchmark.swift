@@ -42,8 +42,9 @@ struct SessionBenchmark {
     var pipeRuns: Int
     /// `accessoryctl open --idle-timeout` in (b), seconds; included in its wall time.
     var idleTimeout = 0.1
-    /// For profiling (`--profile calls|streams|async`): only that in-process echo, `runs`
-    /// times, with no C client and no tables (8-byte round trips for `calls` and `streams`).
+    /// For profiling (`--profile calls|streams|async|capture`): only that in-process echo,
+    /// `runs` times, with no C client and no tables (8-byte round trips for `calls` and
+    /// `streams`; `capture` is `async` through a manager recording a capture).
     var profile: String?
 
     struct Failure: Error, CustomStringConvertible { var description: String }
@@ -260,20 +261,22 @@ struct SessionBenchmark {
 
     /// One in-process echo, `runs` times, for a profiler to watch.
     func profileOnly(_ what: String, size: Int, chunk: Int) async throws -> [String] {
-        let manager = try await AccessoryManager()
+        let capturePath = NSTemporaryDirectory() + "/session-profile-capture.pcapng"
+        defer { try? FileManager.default.removeItem(atPath: capturePath) }
+        let manager = try await AccessoryManager(configuration: .init(capturePath: what == "capture" ? capturePath : nil))
         guard let accessory = await manager.connectedAccessories.first(where: { $0.descriptor.vendor == 0x1209 && $0.descriptor.product == 0x0001 }) else {
             await manager.shutdown()
             throw Failure(description: "no accessory 1209:0001 under the simulator")
         }
-        let data = Self.randomBytes(what == "async" ? size : 8 * roundTrips)
+        let data = Self.randomBytes(what == "async" || what == "capture" ? size : 8 * roundTrips)
         var rows: [String] = []
         for _ in 0..<max(runs, 1) {
             let s: Sample =
                 switch what {
                 case "calls": try await Self.echoCalls(manager, accessory, data, chunk: 8)
                 case "streams": try await Self.echoSync(manager, accessory, data, chunk: 8)
-                case "async": try await Self.echoAsync(manager, accessory, data, depth: 4, chunk: chunk)
-                default: throw Failure(description: "--profile takes calls, streams or async")
+                case "async", "capture": try await Self.echoAsync(manager, accessory, data, depth: 4, chunk: chunk)
+                default: throw Failure(description: "--profile takes calls, streams, async or capture")
                 }
             rows.append(String(format: "%@: %.3f s, %.3f CPU s, %.1f CPU µs per transfer", what, s.seconds, s.cpu, s.cpuMicrosecondsPerTransfer))
         }
