@@ -19,8 +19,15 @@ import Glibc
 /// - (c) per-transfer overhead: 8-byte round trips, one at a time, in µs each.
 /// - (d) write size: the same echo with default options and a reader alongside, written in
 ///   16 KiB writes against 64 KiB writes (target: 16 KiB ≥ 0.9 × 64 KiB).
+/// - (e) capture cost (issue 27): the async depth-4 echo of (a) through a manager recording
+///   every transfer (`Configuration.capturePath`, a file in the temp dir) against one that
+///   records nothing, alternating (target: throughput with capture ≥ 0.95 × without).
 ///
-/// Each figure is the median of `runs` runs (by time), ours and C's runs alternating.
+/// (c) also measures one-transfer calls: `transferOut(0x01, …)` then
+/// `transferIn(0x81, length: 8)`, beside the stream's round trips and C's.
+///
+/// Each figure is the median of `runs` runs (by time), ours and C's runs alternating; (b) runs
+/// `pipeRuns` rounds (an even count's median is the mean of the middle two).
 struct SessionBenchmark {
     var cClient: String
     var accessoryctl: String
@@ -31,8 +38,14 @@ struct SessionBenchmark {
     /// Round trips for (c).
     var roundTrips: Int
     var runs: Int
+    /// Rounds of (b), each one `accessoryctl open` and one C client.
+    var pipeRuns: Int
     /// `accessoryctl open --idle-timeout` in (b), seconds; included in its wall time.
     var idleTimeout = 0.1
+    /// For profiling (`--profile calls|streams|async|capture`): only that in-process echo,
+    /// `runs` times, with no C client and no tables (8-byte round trips for `calls` and
+    /// `streams`; `capture` is `async` through a manager recording a capture).
+    var profile: String?
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
@@ -58,6 +71,7 @@ struct SessionBenchmark {
         }
         let size = megabytes << 20
         let chunk = 64 * 1024
+        if let profile { return try await profileOnly(profile, size: size, chunk: chunk) }
 
         // (b) first, while this process is small: a child's peak RSS, as wait4 reports it,
         // includes what its parent had mapped when it was spawned.
@@ -69,13 +83,17 @@ struct SessionBenchmark {
             try? FileManager.default.removeItem(atPath: input)
             try? FileManager.default.removeItem(atPath: output)
         }
-        let (ctl, cProcess) = try interleaved({
+        var pipeRounds: [(ours: Sample, c: Sample)] = []
+        let (ctl, cProcess) = try interleaved(rounds: pipeRuns, record: { pipeRounds.append(($0, $1)) }, {
             let m = Self.spawn(
                 [accessoryctl, "open", "1209:0001", "--protocol", "org.example.loopback", "--idle-timeout", String(idleTimeout)],
                 stdin: input, stdout: output)
             let echoed = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? NSNumber)?.intValue ?? -1
             guard m.status == 0, echoed == pipeMegabytes << 20 else {
                 throw Failure(description: "accessoryctl open exited \(m.status) after echoing \(echoed) bytes")
+            }
+            guard FileManager.default.contentsEqual(atPath: input, andPath: output) else {
+                throw Failure(description: "accessoryctl open echoed \(echoed) bytes that differ from its input")
             }
             return Sample(bytes: echoed, seconds: m.wall, cpu: m.cpu, transfers: echoed / chunk, maxRSSKiB: m.maxRSSKiB)
         }, {
@@ -99,13 +117,43 @@ struct SessionBenchmark {
             { try await Self.echoAsync(manager, accessory, data, depth: 4, chunk: chunk) },
             { try cEcho(["--async", "4", "--size", "\(size)", "--chunk", "\(chunk)"]) })
         let small = Self.randomBytes(8 * roundTrips)
-        let (tiny, cTiny) = try await interleaved(
-            { try await Self.echoSync(manager, accessory, small, chunk: 8) },
-            { try cEcho(["--sync", "--size", "\(8 * roundTrips)", "--transfer-size", "8"]) })
+        var tinies: [Sample] = []
+        var calls: [Sample] = []
+        var cTinies: [Sample] = []
+        for _ in 0..<max(runs, 1) {
+            tinies.append(try await Self.echoSync(manager, accessory, small, chunk: 8))
+            calls.append(try await Self.echoCalls(manager, accessory, small, chunk: 8))
+            cTinies.append(try cEcho(["--sync", "--size", "\(8 * roundTrips)", "--transfer-size", "8"]))
+        }
+        let (tiny, call, cTiny) = (Self.median(tinies), Self.median(calls), Self.median(cTinies))
         let (writes16, writes64) = try await alternating(
             { try await Self.echoWrites(manager, accessory, data, writeSize: 16 * 1024) },
             { try await Self.echoWrites(manager, accessory, data, writeSize: 64 * 1024) })
+
+        // (e) capture on and off: a second manager records every transfer; both managers live
+        // through every round, so each round pays for the same idle manager beside it.
+        let capturePath = dir.appendingPathComponent("session-bench-capture.pcapng").path
+        defer { try? FileManager.default.removeItem(atPath: capturePath) }
+        let capturing = try await AccessoryManager(configuration: .init(capturePath: capturePath))
+        guard let recorded = await capturing.connectedAccessories.first(where: { $0.descriptor.vendor == 0x1209 && $0.descriptor.product == 0x0001 }) else {
+            await capturing.shutdown()
+            await manager.shutdown()
+            throw Failure(description: "no accessory 1209:0001 for the capturing manager")
+        }
+        var captureRounds: [(on: Sample, off: Sample)] = []
+        var captureBytes = 0
+        func captureSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: capturePath)[.size] as? NSNumber)?.intValue ?? 0 }
+        for _ in 0..<max(runs, 1) {
+            // The recorder keeps its file open (and appends), so each round's share is the growth.
+            let before = captureSize()
+            let on = try await Self.echoAsync(capturing, recorded, data, depth: 4, chunk: chunk)
+            captureBytes = captureSize() - before
+            let off = try await Self.echoAsync(manager, accessory, data, depth: 4, chunk: chunk)
+            captureRounds.append((on, off))
+        }
+        await capturing.shutdown()
         await manager.shutdown()
+        let (captureOn, captureOff) = (Self.median(captureRounds.map(\.on)), Self.median(captureRounds.map(\.off)))
 
         var rows: [String] = []
         rows.append("### (a) Echo throughput, in process, \(megabytes) MiB in 64 KiB transfers (median of \(runs))")
@@ -119,7 +167,7 @@ struct SessionBenchmark {
             rows.append(Self.row(mode, cName, c, against: c))
         }
         rows.append("")
-        rows.append("### (b) Whole processes, \(pipeMegabytes) MiB echoed (median of \(runs))")
+        rows.append("### (b) Whole processes, \(pipeMegabytes) MiB echoed, alternating (median of \(pipeRuns))")
         rows.append("")
         rows.append("| command | wall s | MB/s | CPU s | peak RSS MiB | throughput ÷ C | CPU ÷ C |")
         rows.append("|---|---:|---:|---:|---:|---:|---:|")
@@ -128,17 +176,41 @@ struct SessionBenchmark {
         var quiet = ctl
         quiet.seconds -= idleTimeout
         rows.append(Self.processRow("the same, less its \(idleTimeout) s idle wait", quiet, against: cProcess))
-        rows.append(Self.processRow("C bulk_echo --async 4", cProcess, against: cProcess))
+        rows.append(Self.processRow("C bulk_echo --async 4 --chunk \(chunk)", cProcess, against: cProcess))
+        rows.append("")
+        rows.append("Rounds, in order (accessoryctl open's wall time includes its idle wait):")
+        rows.append("")
+        rows.append("| round | open MB/s | C MB/s | throughput ÷ C | open CPU s | C CPU s | CPU ÷ C |")
+        rows.append("|---:|---:|---:|---:|---:|---:|---:|")
+        for (i, r) in pipeRounds.enumerated() {
+            rows.append(String(
+                format: "| %d | %.1f | %.1f | %.2f | %.3f | %.3f | %.2f |", i + 1, r.ours.megabytesPerSecond, r.c.megabytesPerSecond,
+                r.ours.megabytesPerSecond / r.c.megabytesPerSecond, r.ours.cpu, r.c.cpu, r.ours.cpu / r.c.cpu))
+        }
+        let pipeThroughput = ctl.megabytesPerSecond / cProcess.megabytesPerSecond
+        let pipeQuiet = quiet.megabytesPerSecond / cProcess.megabytesPerSecond
+        rows.append("")
+        rows.append(String(
+            format: "Target (issue 27 c): `open` ≥ 0.95 × C's throughput: %@ (%.2f; %.2f less the idle wait); CPU %.2f × C's.",
+            pipeThroughput >= 0.95 ? "met" : "NOT met", pipeThroughput, pipeQuiet, ctl.cpu / cProcess.cpu))
         rows.append("")
         rows.append("### (c) Per-transfer overhead: \(roundTrips) round trips of 8 bytes, one at a time (median of \(runs))")
         rows.append("")
         rows.append("| client | µs per round trip | CPU µs per round trip | time ÷ C | CPU ÷ C |")
         rows.append("|---|---:|---:|---:|---:|")
-        for (name, s) in [("AccessorySession", tiny), ("C bulk_echo --sync --transfer-size 8", cTiny)] {
+        for (name, s) in [
+            ("AccessorySession write + read (streams)", tiny), ("AccessorySession transferOut + transferIn (calls)", call),
+            ("C bulk_echo --sync --transfer-size 8", cTiny),
+        ] {
             rows.append(String(
                 format: "| %@ | %.1f | %.1f | %.2f | %.2f |", name, s.microsecondsPerTransfer, s.cpuMicrosecondsPerTransfer,
                 s.seconds / cTiny.seconds, s.cpu / cTiny.cpu))
         }
+        let callCPU = call.cpu / cTiny.cpu
+        rows.append("")
+        rows.append(String(
+            format: "Target (issue 27 b): a one-transfer call's round trip ≤ 1.10 × C's CPU: %@ (%.2f; time %.2f × C's).",
+            callCPU <= 1.10 ? "met" : "NOT met", callCPU, call.seconds / cTiny.seconds))
         rows.append("")
         rows.append("### (d) Write size: \(megabytes) MiB echoed in writes of 16 KiB and of 64 KiB, default options (median of \(runs))")
         rows.append("")
@@ -153,12 +225,62 @@ struct SessionBenchmark {
         rows.append("")
         rows.append(String(format: "Target (d): 16 KiB writes ≥ 0.9 × 64 KiB writes: %@ (%.2f).", smallRatio >= 0.9 ? "met" : "NOT met", smallRatio))
         rows.append("")
+        rows.append("### (e) Capture cost: \(megabytes) MiB echoed at async depth 4, capture on and off, alternating (median of \(runs))")
+        rows.append("")
+        rows.append(String(format: "The capture grew by %.1f MiB in the last round (pcapng, one `S` and one `C` record per transfer).", Double(captureBytes) / 1_048_576))
+        rows.append("")
+        rows.append("| capture | seconds | MB/s | CPU s | throughput ÷ off | CPU ÷ off |")
+        rows.append("|---|---:|---:|---:|---:|---:|")
+        for (name, s) in [("on (capturePath in the temp dir)", captureOn), ("off", captureOff)] {
+            rows.append(String(
+                format: "| %@ | %.3f | %.1f | %.3f | %.2f | %.2f |", name, s.seconds, s.megabytesPerSecond, s.cpu,
+                s.megabytesPerSecond / captureOff.megabytesPerSecond, s.cpu / captureOff.cpu))
+        }
+        rows.append("")
+        rows.append("| round | on MB/s | off MB/s | on ÷ off | on CPU s | off CPU s | CPU on ÷ off |")
+        rows.append("|---:|---:|---:|---:|---:|---:|---:|")
+        for (i, r) in captureRounds.enumerated() {
+            rows.append(String(
+                format: "| %d | %.1f | %.1f | %.2f | %.3f | %.3f | %.2f |", i + 1, r.on.megabytesPerSecond, r.off.megabytesPerSecond,
+                r.on.megabytesPerSecond / r.off.megabytesPerSecond, r.on.cpu, r.off.cpu, r.on.cpu / r.off.cpu))
+        }
+        let captureRatio = captureOn.megabytesPerSecond / captureOff.megabytesPerSecond
+        rows.append("")
+        rows.append(String(
+            format: "Target (issue 27 a): capture costs ≤ 5%% of throughput (on ≥ 0.95 × off): %@ (%.2f; CPU %.2f × off).",
+            captureRatio >= 0.95 ? "met" : "NOT met", captureRatio, captureOn.cpu / captureOff.cpu))
+        rows.append("")
         let throughput = [sync.megabytesPerSecond / cSync.megabytesPerSecond, async4.megabytesPerSecond / cAsync4.megabytesPerSecond]
         let cpu = [sync.cpu / cSync.cpu, async4.cpu / cAsync4.cpu]
         rows.append(String(
             format: "Targets (a): throughput ≥ 0.95 × C: %@ (%.2f, %.2f); CPU ≤ 1.10 × C: %@ (%.2f, %.2f).",
             throughput.allSatisfy { $0 >= 0.95 } ? "met" : "NOT met", throughput[0], throughput[1],
             cpu.allSatisfy { $0 <= 1.10 } ? "met" : "NOT met", cpu[0], cpu[1]))
+        return rows
+    }
+
+    /// One in-process echo, `runs` times, for a profiler to watch.
+    func profileOnly(_ what: String, size: Int, chunk: Int) async throws -> [String] {
+        let capturePath = NSTemporaryDirectory() + "/session-profile-capture.pcapng"
+        defer { try? FileManager.default.removeItem(atPath: capturePath) }
+        let manager = try await AccessoryManager(configuration: .init(capturePath: what == "capture" ? capturePath : nil))
+        guard let accessory = await manager.connectedAccessories.first(where: { $0.descriptor.vendor == 0x1209 && $0.descriptor.product == 0x0001 }) else {
+            await manager.shutdown()
+            throw Failure(description: "no accessory 1209:0001 under the simulator")
+        }
+        let data = Self.randomBytes(what == "async" || what == "capture" ? size : 8 * roundTrips)
+        var rows: [String] = []
+        for _ in 0..<max(runs, 1) {
+            let s: Sample =
+                switch what {
+                case "calls": try await Self.echoCalls(manager, accessory, data, chunk: 8)
+                case "streams": try await Self.echoSync(manager, accessory, data, chunk: 8)
+                case "async", "capture": try await Self.echoAsync(manager, accessory, data, depth: 4, chunk: chunk)
+                default: throw Failure(description: "--profile takes calls, streams, async or capture")
+                }
+            rows.append(String(format: "%@: %.3f s, %.3f CPU s, %.1f CPU µs per transfer", what, s.seconds, s.cpu, s.cpuMicrosecondsPerTransfer))
+        }
+        await manager.shutdown()
         return rows
     }
 
@@ -176,6 +298,29 @@ struct SessionBenchmark {
                 var got = 0
                 while got < piece.count {
                     guard let back = try await session.read() else { throw Failure(description: "the session closed") }
+                    guard offset + got + back.count <= data.count, Self.same(back, data, at: offset + got) else {
+                        throw Failure(description: "data mismatch at byte \(offset + got)")
+                    }
+                    got += back.count
+                }
+                offset += piece.count
+            }
+            return Sample(bytes: data.count, seconds: ProcessRunner.monotonicSeconds() - t0, cpu: cpuSeconds() - c0, transfers: pieces.count)
+        }
+    }
+
+    /// Echoes `data` with one-transfer calls: `transferOut(0x01, chunk)` then
+    /// `transferIn(0x81, length: chunk)` until the chunk is back, repeat.
+    static func echoCalls(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], chunk: Int) async throws -> Sample {
+        let pieces = stride(from: 0, to: data.count, by: chunk).map { Array(data[$0..<min($0 + chunk, data.count)]) }
+        return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-calls") { session in
+            let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
+            var offset = 0
+            for piece in pieces {
+                try await session.transferOut(0x01, piece, timeout: .seconds(5))
+                var got = 0
+                while got < piece.count {
+                    let back = try await session.transferIn(0x81, length: piece.count - got, timeout: .seconds(5))
                     guard offset + got + back.count <= data.count, Self.same(back, data, at: offset + got) else {
                         throw Failure(description: "data mismatch at byte \(offset + got)")
                     }
@@ -301,18 +446,33 @@ struct SessionBenchmark {
         return (Self.median(a), Self.median(b))
     }
 
-    func interleaved(_ ours: () throws -> Sample, _ theirs: () throws -> Sample) throws -> (Sample, Sample) {
+    /// Runs `ours` then `theirs`, `rounds` times, telling `record` each pair, and returns the
+    /// median of each.
+    func interleaved(
+        rounds: Int, record: (Sample, Sample) -> Void = { _, _ in }, _ ours: () throws -> Sample, _ theirs: () throws -> Sample
+    ) throws -> (Sample, Sample) {
         var a: [Sample] = []
         var b: [Sample] = []
-        for _ in 0..<max(runs, 1) {
+        for _ in 0..<max(rounds, 1) {
             a.append(try ours())
             b.append(try theirs())
+            record(a[a.count - 1], b[b.count - 1])
         }
         return (Self.median(a), Self.median(b))
     }
 
+    /// The median by time; for an even count, the mean of the middle two (seconds by
+    /// seconds, CPU by CPU, the higher peak RSS).
     static func median(_ samples: [Sample]) -> Sample {
-        samples.sorted { $0.seconds < $1.seconds }[samples.count / 2]
+        let byTime = samples.sorted { $0.seconds < $1.seconds }
+        guard samples.count % 2 == 0, samples.count >= 2 else { return byTime[samples.count / 2] }
+        let (low, high) = (byTime[samples.count / 2 - 1], byTime[samples.count / 2])
+        let byCPU = samples.map(\.cpu).sorted()
+        var m = high
+        m.seconds = (low.seconds + high.seconds) / 2
+        m.cpu = (byCPU[samples.count / 2 - 1] + byCPU[samples.count / 2]) / 2
+        m.maxRSSKiB = max(low.maxRSSKiB ?? 0, high.maxRSSKiB ?? 0)
+        return m
     }
 
     /// Whether `chunk` equals `data` at `offset` (memcmp, as the C client checks).

@@ -135,9 +135,10 @@ extension AccessorySession {
     /// either when `nil`); `.notFound` naming it otherwise.
     private func callEndpoint(_ address: UInt8, isIn: Bool?, _ operation: String) throws(AccessoryError) -> AccessoryEndpoint {
         let endpoints = self.endpoints
-        let has = endpoints.isEmpty ? "none" : endpoints.map(\.description).joined(separator: ", ")
-        let place = "interface \(interfaceNumber) (alternate setting \(alternateSetting)) of \(self)"
+        // The words of the errors are made only when one is thrown: this runs on every call.
+        var place: String { "interface \(interfaceNumber) (alternate setting \(alternateSetting)) of \(self)" }
         guard let endpoint = endpoints.first(where: { $0.address == address }) else {
+            let has = endpoints.isEmpty ? "none" : endpoints.map(\.description).joined(separator: ", ")
             throw AccessoryError(
                 .notFound, "endpoint \(hexByte(address)) is not a bulk or interrupt endpoint of \(place); it has \(has)",
                 operation: operation)
