@@ -13,7 +13,18 @@ import Logging
 /// `ACCESSORY_BENCH_LOG=debug` (or any swift-log level) shows the library's log on stderr.
 @main
 struct AccessoryBench {
-    static func main() async throws {
+    /// Runs the benchmark asked for; an error ends the process with its message and exit 1,
+    /// not a crash report.
+    static func main() async {
+        do {
+            try await run()
+        } catch {
+            FileHandle.standardError.write(Data("accessory-bench: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func run() async throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = ProcessInfo.processInfo.environment["ACCESSORY_BENCH_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
