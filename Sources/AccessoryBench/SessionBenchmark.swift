@@ -180,13 +180,7 @@ struct SessionBenchmark {
         rows.append("")
         rows.append("Rounds, in order (accessoryctl open's wall time includes its idle wait):")
         rows.append("")
-        rows.append("| round | open MB/s | C MB/s | throughput ÷ C | open CPU s | C CPU s | CPU ÷ C |")
-        rows.append("|---:|---:|---:|---:|---:|---:|---:|")
-        for (i, r) in pipeRounds.enumerated() {
-            rows.append(String(
-                format: "| %d | %.1f | %.1f | %.2f | %.3f | %.3f | %.2f |", i + 1, r.ours.megabytesPerSecond, r.c.megabytesPerSecond,
-                r.ours.megabytesPerSecond / r.c.megabytesPerSecond, r.ours.cpu, r.c.cpu, r.ours.cpu / r.c.cpu))
-        }
+        rows += Self.roundRows(pipeRounds.map { ($0.ours, $0.c) }, "open", "C", ratios: ("throughput ÷ C", "CPU ÷ C"))
         let pipeThroughput = ctl.megabytesPerSecond / cProcess.megabytesPerSecond
         let pipeQuiet = quiet.megabytesPerSecond / cProcess.megabytesPerSecond
         rows.append("")
@@ -237,13 +231,7 @@ struct SessionBenchmark {
                 s.megabytesPerSecond / captureOff.megabytesPerSecond, s.cpu / captureOff.cpu))
         }
         rows.append("")
-        rows.append("| round | on MB/s | off MB/s | on ÷ off | on CPU s | off CPU s | CPU on ÷ off |")
-        rows.append("|---:|---:|---:|---:|---:|---:|---:|")
-        for (i, r) in captureRounds.enumerated() {
-            rows.append(String(
-                format: "| %d | %.1f | %.1f | %.2f | %.3f | %.3f | %.2f |", i + 1, r.on.megabytesPerSecond, r.off.megabytesPerSecond,
-                r.on.megabytesPerSecond / r.off.megabytesPerSecond, r.on.cpu, r.off.cpu, r.on.cpu / r.off.cpu))
-        }
+        rows += Self.roundRows(captureRounds.map { ($0.on, $0.off) }, "on", "off", ratios: ("on ÷ off", "CPU on ÷ off"))
         let captureRatio = captureOn.megabytesPerSecond / captureOff.megabytesPerSecond
         rows.append("")
         rows.append(String(
@@ -282,98 +270,6 @@ struct SessionBenchmark {
         }
         await manager.shutdown()
         return rows
-    }
-
-    // MARK: In process
-
-    /// Echoes `data` one transfer at a time: write `chunk` bytes, read them back, repeat.
-    static func echoSync(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], chunk: Int) async throws -> Sample {
-        let pieces = stride(from: 0, to: data.count, by: chunk).map { Array(data[$0..<min($0 + chunk, data.count)]) }
-        let options = AccessorySession.Options(readsInFlight: 1, writesInFlight: 1, transferSize: max(chunk, 512))
-        return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-sync", options: options) { session in
-            let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
-            var offset = 0
-            for piece in pieces {
-                try await session.write(piece)
-                var got = 0
-                while got < piece.count {
-                    guard let back = try await session.read() else { throw Failure(description: "the session closed") }
-                    guard offset + got + back.count <= data.count, Self.same(back, data, at: offset + got) else {
-                        throw Failure(description: "data mismatch at byte \(offset + got)")
-                    }
-                    got += back.count
-                }
-                offset += piece.count
-            }
-            return Sample(bytes: data.count, seconds: ProcessRunner.monotonicSeconds() - t0, cpu: cpuSeconds() - c0, transfers: pieces.count)
-        }
-    }
-
-    /// Echoes `data` with one-transfer calls: `transferOut(0x01, chunk)` then
-    /// `transferIn(0x81, length: chunk)` until the chunk is back, repeat.
-    static func echoCalls(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], chunk: Int) async throws -> Sample {
-        let pieces = stride(from: 0, to: data.count, by: chunk).map { Array(data[$0..<min($0 + chunk, data.count)]) }
-        return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-calls") { session in
-            let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
-            var offset = 0
-            for piece in pieces {
-                try await session.transferOut(0x01, piece, timeout: .seconds(5))
-                var got = 0
-                while got < piece.count {
-                    let back = try await session.transferIn(0x81, length: piece.count - got, timeout: .seconds(5))
-                    guard offset + got + back.count <= data.count, Self.same(back, data, at: offset + got) else {
-                        throw Failure(description: "data mismatch at byte \(offset + got)")
-                    }
-                    got += back.count
-                }
-                offset += piece.count
-            }
-            return Sample(bytes: data.count, seconds: ProcessRunner.monotonicSeconds() - t0, cpu: cpuSeconds() - c0, transfers: pieces.count)
-        }
-    }
-
-    /// Reads until `data` has come back, checking every byte; returns how many came back.
-    static func readBack(_ data: [UInt8], from session: AccessorySession) async throws -> Int {
-        var offset = 0
-        while offset < data.count {
-            guard let back = try await session.read() else { break }
-            guard offset + back.count <= data.count, Self.same(back, data, at: offset) else {
-                throw Failure(description: "data mismatch at byte \(offset)")
-            }
-            offset += back.count
-        }
-        return offset
-    }
-
-    /// Echoes `data` with `depth` transfers in flight each way: one write of everything, and
-    /// a reader running alongside.
-    static func echoAsync(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], depth: Int, chunk: Int) async throws -> Sample {
-        let options = AccessorySession.Options(readsInFlight: depth, writesInFlight: depth, transferSize: chunk)
-        return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-async", options: options) { session in
-            let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
-            async let received = Self.readBack(data, from: session)
-            try await session.write(data)
-            let count = try await received
-            guard count == data.count else { throw Failure(description: "echoed \(count) of \(data.count) bytes") }
-            return Sample(
-                bytes: data.count, seconds: ProcessRunner.monotonicSeconds() - t0, cpu: cpuSeconds() - c0,
-                transfers: (data.count + chunk - 1) / chunk)
-        }
-    }
-
-    /// Echoes `data` in writes of `writeSize` bytes, with the default options and a reader
-    /// running alongside.
-    static func echoWrites(_ manager: AccessoryManager, _ accessory: Accessory, _ data: [UInt8], writeSize: Int) async throws -> Sample {
-        let pieces = stride(from: 0, to: data.count, by: writeSize).map { Array(data[$0..<min($0 + writeSize, data.count)]) }
-        return try await manager.withSession(to: accessory, protocol: "org.example.loopback", name: "bench-writes") { session in
-            let (t0, c0) = (ProcessRunner.monotonicSeconds(), cpuSeconds())
-            async let received = Self.readBack(data, from: session)
-            for piece in pieces { try await session.write(piece) }
-            let count = try await received
-            guard count == data.count else { throw Failure(description: "echoed \(count) of \(data.count) bytes") }
-            return Sample(
-                bytes: data.count, seconds: ProcessRunner.monotonicSeconds() - t0, cpu: cpuSeconds() - c0, transfers: pieces.count)
-        }
     }
 
     // MARK: Processes
@@ -498,6 +394,20 @@ struct SessionBenchmark {
         String(
             format: "| %@ | %@ | %.3f | %.1f | %.3f | %.2f | %.2f |", mode, client, s.seconds, s.megabytesPerSecond, s.cpu,
             s.megabytesPerSecond / c.megabytesPerSecond, s.cpu / c.cpu)
+    }
+
+    /// A table of paired rounds in order: each side's MB/s and CPU seconds, and their ratios.
+    static func roundRows(_ rounds: [(Sample, Sample)], _ a: String, _ b: String, ratios: (throughput: String, cpu: String)) -> [String] {
+        var rows = [
+            "| round | \(a) MB/s | \(b) MB/s | \(ratios.throughput) | \(a) CPU s | \(b) CPU s | \(ratios.cpu) |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for (i, (x, y)) in rounds.enumerated() {
+            rows.append(String(
+                format: "| %d | %.1f | %.1f | %.2f | %.3f | %.3f | %.2f |", i + 1, x.megabytesPerSecond, y.megabytesPerSecond,
+                x.megabytesPerSecond / y.megabytesPerSecond, x.cpu, y.cpu, x.cpu / y.cpu))
+        }
+        return rows
     }
 
     static func processRow(_ command: String, _ s: Sample, against c: Sample) -> String {
