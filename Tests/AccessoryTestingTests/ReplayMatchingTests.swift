@@ -256,4 +256,41 @@ struct ReplayMatchingTests {
             "\(error)".contains("has no device at bus 1 address 7") && "\(error)".contains("1d6b:0002 on bus 1 address 1")
         }
     }
+
+    @Test("A capture with no descriptors and no umockdev recording throws, naming both missing descriptors and the device")
+    func missingDescriptors() throws {
+        let b = try CaptureBuilder("nodescriptors", describing: false)
+        try b.transfer(0x81, answer: [3])
+        let (capture, device) = try b.capture()
+        #expect {
+            try SimulatedAccessory(replaying: capture, device: device)
+        } throws: { error in
+            (error as? AccessoryError)?.code == .notFound
+                && "\(error)".contains("cannot replay the device at bus 1 address 7: no device descriptor and no configuration descriptor")
+                && "\(error)".contains("no umockdev recording was given")
+        }
+    }
+
+    @Test("An interface with only an IN endpoint opens a session: one-transfer calls read it, the write stream says there is no OUT endpoint")
+    func inOnlyInterface() async throws {
+        let usb = SimulatedUSB()
+        await usb.plug(SimulatedAccessory(
+            vendor: 0x1209, product: 0x0043, interfaces: [
+                SimulatedInterface(protocol: Self.reader, endpoints: [AccessoryEndpoint(address: 0x81, kind: .bulk, maxPacketSize: 64)])
+            ],
+            responder: SimulatedResponder { transfer, _ in transfer.endpoint == 0x81 ? .data([0x42]) : .stall }))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            try await manager.withSession(to: accessory, protocol: Self.reader) { session in
+                #expect(session.endpoints == [AccessoryEndpoint(address: 0x81, kind: .bulk, maxPacketSize: 64)])
+                #expect(try await session.transferIn(0x81, length: 64) == [0x42])
+                let write = await Self.failure {
+                    try await session.write([1, 2, 3])
+                    try await session.flush()
+                }
+                #expect(write?.code == .notFound && write?.message.contains("has no OUT endpoint") == true, "\(String(describing: write))")
+                try await session.clearStall()  // only the IN endpoint's halt is cleared; the missing OUT is skipped
+            }
+        }
+    }
 }
