@@ -43,6 +43,28 @@ package enum PcapngBlock {
         }
     }
 
+    /// An enhanced packet block of interface 0, little-endian, in three pieces for one
+    /// `writev(2)`: the packet is the `packetHeaderLength` bytes `packetHeader` appends, then
+    /// `dataLength` bytes the caller writes from where they lie, between the two pieces
+    /// returned (the block's type, length and packet fields with the packet header; then the
+    /// padding and the trailing length).
+    package static func enhancedPacketFrame(
+        ticks: UInt64, packetHeaderLength: Int, dataLength: Int, packetHeader: (inout ByteWriter) -> Void
+    ) -> (head: [UInt8], trailer: [UInt8]) {
+        let packetLength = packetHeaderLength + dataLength
+        let padding = (4 - packetLength % 4) % 4
+        let length = UInt32(28 + packetLength + padding + 4)
+        var head = ByteWriter(bigEndian: false, capacity: 28 + packetHeaderLength)
+        head.u32(6)
+        head.u32(length)
+        appendPacketFields(interface: 0, ticks: ticks, captured: packetLength, original: packetLength, to: &head)
+        packetHeader(&head)
+        var trailer = ByteWriter(bigEndian: false, capacity: 8)
+        trailer.raw(repeatElement(0, count: padding))
+        trailer.u32(length)
+        return (head.bytes, trailer.bytes)
+    }
+
     /// Appends an enhanced packet block's fields before its data: interface, timestamp, lengths.
     package static func appendPacketFields(interface: UInt32, ticks: UInt64, captured: Int, original: Int, to w: inout ByteWriter) {
         w.u32(interface)

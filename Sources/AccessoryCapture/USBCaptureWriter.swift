@@ -120,21 +120,11 @@ package final class USBCaptureWriter: Sendable {
         header.microseconds = Int32(truncatingIfNeeded: attoseconds / 1_000_000_000_000)
         let captured = data.prefix(Self.maximumCapturedData)
         header.capturedLength = UInt32(captured.count)
-        let packetLength = 64 + captured.count
-        let padding = (4 - packetLength % 4) % 4
-        let blockLength = UInt32(28 + packetLength + padding + 4)
-        var w = ByteWriter(bigEndian: false, capacity: 96)
-        w.u32(6)  // enhanced packet block
-        w.u32(blockLength)
-        PcapngBlock.appendPacketFields(
-            interface: 0, ticks: UInt64(bitPattern: nanoseconds), captured: packetLength, original: packetLength, to: &w)
-        header.append(to: &w)
-        var trailer = ByteWriter(bigEndian: false, capacity: 8)
-        for _ in 0..<padding { trailer.raw(CollectionOfOne(0)) }
-        trailer.u32(blockLength)
-        let written: Int = w.bytes.withUnsafeBytes { head in
+        let frame = PcapngBlock.enhancedPacketFrame(
+            ticks: UInt64(bitPattern: nanoseconds), packetHeaderLength: 64, dataLength: captured.count) { header.append(to: &$0) }
+        let written: Int = frame.head.withUnsafeBytes { head in
             captured.withUnsafeBytes { body in
-                trailer.bytes.withUnsafeBytes { tail in
+                frame.trailer.withUnsafeBytes { tail in
                     var parts = [
                         iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count),
                         iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count),
@@ -148,13 +138,13 @@ package final class USBCaptureWriter: Sendable {
                 }
             }
         }
-        let total = w.bytes.count + captured.count + trailer.bytes.count
+        let total = frame.head.count + captured.count + frame.trailer.count
         if written == total { return }
         guard written >= 0 else {
             throw USBCaptureError(file: path, offset: nil, reason: "write failed: \(String(cString: strerror(errno)))")
         }
         // A short write (rare on a file): the rest, from where it stopped.
-        try write(Array((w.bytes + captured + trailer.bytes).dropFirst(written)))
+        try write(Array((frame.head + captured + frame.trailer).dropFirst(written)))
     }
 
     /// Writes all of `bytes` with `write(2)`, retrying after signals.

@@ -24,14 +24,15 @@ package enum ArgumentCheck {
     /// default memory limit, as for ``AccessorySession/Options/transferSize``.
     package static let maxTransferOutLength = 16 << 20
 
-    /// `value`, or the error "NAME VALUE is out of range: LOWER...UPPER".
+    /// `value`, or the error "NAME VALUE is out of range: LOWER...UPPER", with `code`
+    /// (`.invalidArgument` unless a contract names another: `transferIn`'s length is `.io`).
     @discardableResult
     package static func check(
-        _ value: Int, in range: ClosedRange<Int>, _ name: String, operation: String
+        _ value: Int, in range: ClosedRange<Int>, _ name: String, operation: String, code: AccessoryError.Code = .invalidArgument
     ) throws(AccessoryError) -> Int {
         guard range.contains(value) else {
             let upper = range.upperBound == Int.max ? "" : "\(range.upperBound)"
-            throw AccessoryError(.invalidArgument, "\(name) \(value) is out of range: \(range.lowerBound)...\(upper)", operation: operation)
+            throw AccessoryError(code, "\(name) \(value) is out of range: \(range.lowerBound)...\(upper)", operation: operation)
         }
         return value
     }

@@ -23,17 +23,22 @@ final class CaptureRecorder: Sendable {
         self.logger = logger
     }
 
-    /// The devices (bus, address) whose descriptors are in the capture.
+    /// The devices (bus, address) whose descriptors are in the capture, or on their way.
     private let described = Locked<Set<[Int]>>([])
 
-    /// Records `info`'s descriptors, once per device, as GET_DESCRIPTOR answers (device,
-    /// configuration, strings), the way a capture begun before the device was plugged shows
-    /// them from its enumeration. libusb reads them from sysfs, so during a session they
-    /// never cross the wire; with them the capture is complete enough to replay
+    /// Whether the device at `bus` and `address` is new to the capture; from then on it is
+    /// not, so its descriptors are looked up and recorded once.
+    func isNew(bus: Int, address: Int) -> Bool {
+        described.withLock { $0.insert([bus, address]).inserted }
+    }
+
+    /// Records `info`'s descriptors as GET_DESCRIPTOR answers (device, configuration,
+    /// strings), the way a capture begun before the device was plugged shows them from its
+    /// enumeration. libusb reads them from sysfs, so during a session they never cross the
+    /// wire; with them the capture is complete enough to replay
     /// (`SimulatedAccessory(replaying:device:)`).
     func describe(_ info: USBDeviceInfo) {
         guard let address = info.descriptor.address, let device = info.deviceDescriptor else { return }
-        guard described.withLock({ $0.insert([info.descriptor.bus, address]).inserted }) else { return }
         var answers: [(value: UInt16, index: UInt16, bytes: [UInt8])] = [(0x0100, 0, USBDescriptorEncoder.device(device))]
         if let c = info.configuration { answers.append((0x0200, 0, USBDescriptorEncoder.configuration(c))) }
         var strings: [UInt8: String] = [:]

@@ -13,10 +13,12 @@ final class CapturingHost: USBHost {
     }
 
     /// Opens the device; the first time, its descriptors go into the capture first
-    /// (``CaptureRecorder/describe(_:)``).
+    /// (``CaptureRecorder/describe(_:)``, from one scan of the OS truth).
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
         let connection = try inner.open(bus: bus, address: address, vendor: vendor, product: product)
-        if let info = inner.scan().devices.first(where: { $0.descriptor.bus == bus && $0.descriptor.address == address }) {
+        if recorder.isNew(bus: bus, address: address),
+            let info = inner.scan().devices.first(where: { $0.descriptor.bus == bus && $0.descriptor.address == address })
+        {
             recorder.describe(info)
         }
         return CapturingConnection(connection, recorder: recorder, bus: bus, device: address)

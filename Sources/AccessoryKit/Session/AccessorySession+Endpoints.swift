@@ -36,12 +36,8 @@ extension AccessorySession {
     ///   ``AccessoryError/bytesTransferred`` says how much.
     public func transferIn(_ endpoint: UInt8, length: Int, timeout: Duration? = nil) async throws(AccessoryError) -> [UInt8] {
         let operation = "transferIn"
-        guard (0...ArgumentCheck.maxTransferInLength).contains(length) else {
-            // A usage error of this call, as the contract names it: `.io` with the value.
-            throw AccessoryError(
-                .io, "length \(length) is out of range: 0...\(ArgumentCheck.maxTransferInLength) bytes per transferIn",
-                operation: operation)
-        }
+        // A usage error of this call, as the endpoint contract names it: `.io` with the value.
+        try ArgumentCheck.check(length, in: 0...ArgumentCheck.maxTransferInLength, "length", operation: operation, code: .io)
         let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
         let target = try callEndpoint(endpoint, isIn: true, operation)
         if endpoint == inEndpoint, pipe.isReading {
