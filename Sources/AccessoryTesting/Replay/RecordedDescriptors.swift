@@ -51,7 +51,7 @@ struct RecordedDescriptors: Sendable, Hashable {
         var strings: [UInt8: String] = [:]
         for (key, bytes) in answers where key >> 40 == 0x80 && (key >> 24) & 0xff == 3 {
             let index = UInt8(truncatingIfNeeded: key >> 16)
-            if index != 0, let text = Self.decodeString(bytes) { strings[index] = text }
+            if index != 0, let text = USBStringDescriptor.decode(bytes) { strings[index] = text }
         }
         var fallback: UmockdevRecording.Device?
         if deviceBytes == nil || configurationBytes == nil, let recording {
@@ -134,19 +134,5 @@ struct RecordedDescriptors: Sendable, Hashable {
     /// Whether `bytes` start with a configuration descriptor that is all there.
     private static func isWhole(_ bytes: [UInt8]) -> Bool {
         bytes.count >= 9 && bytes[1] == 2 && bytes.count >= totalLength(bytes)
-    }
-
-    /// A string descriptor's text (UTF-16LE after its two-byte header).
-    private static func decodeString(_ bytes: [UInt8]) -> String? {
-        guard bytes.count >= 2, bytes[1] == 3 else { return nil }
-        let end = min(Int(bytes[0]), bytes.count)
-        guard end >= 2 else { return nil }
-        var units: [UInt16] = []
-        var i = 2
-        while i + 1 < end {
-            units.append(UInt16(bytes[i]) | UInt16(bytes[i + 1]) << 8)
-            i += 2
-        }
-        return String(decoding: units, as: UTF16.self)
     }
 }

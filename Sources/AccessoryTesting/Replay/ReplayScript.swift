@@ -132,7 +132,7 @@ final class ReplayScript: Sendable {
     }
 
     private func endpointName(_ transfer: SimulatedTransfer) -> String {
-        transfer.kind == .control ? "control" : "\(transfer.kind) \(transfer.isIn ? "IN" : "OUT") \(hex(transfer.endpoint))"
+        transfer.kind == .control ? "control" : "\(transfer.kind) \(transfer.isIn ? "IN" : "OUT") \(hexByte(transfer.endpoint))"
     }
 
     /// `at byte 3 of 8: expected 02 00 …, got 03 00 …` (at most 16 bytes of each, from the first difference).
@@ -141,7 +141,7 @@ final class ReplayScript: Sendable {
         func show(_ bytes: [UInt8]) -> String {
             let tail = bytes.dropFirst(first)
             if tail.isEmpty { return "(end)" }
-            return tail.prefix(16).map { hexDigits($0) }.joined(separator: " ") + (tail.count > 16 ? " …" : "")
+            return tail.prefix(16).map { String(hexByte($0).dropFirst(2)) }.joined(separator: " ") + (tail.count > 16 ? " …" : "")
         }
         return "at byte \(first) (expected \(expected.count) bytes, got \(actual.count)): expected \(show(expected)), got \(show(actual))"
     }
@@ -157,11 +157,4 @@ final class ReplayScript: Sendable {
             return SimulatedReplayReport(matched: s.matched, divergences: s.divergences, unconsumed: unconsumed, waitingBeyondRecording: s.waiting)
         }
     }
-}
-
-private func hex(_ byte: UInt8) -> String { "0x" + hexDigits(byte) }
-
-private func hexDigits(_ byte: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 0xf)]])
 }

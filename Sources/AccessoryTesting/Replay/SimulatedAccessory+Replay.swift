@@ -54,15 +54,7 @@ extension SimulatedAccessory {
         let script = ReplayScript(label: label, transfers: transfers, descriptors: descriptors, pacing: pacing)
         let interfaces = Dictionary(grouping: descriptors.configuration.interfaces, by: \.number).sorted { $0.key < $1.key }.map { _, settings in
             let ordered = settings.sorted { $0.alternate < $1.alternate }
-            let endpoints = ordered.map { setting in
-                setting.endpoints.compactMap { e -> AccessoryEndpoint? in
-                    switch e.transferType {
-                    case .bulk: AccessoryEndpoint(address: e.address, kind: .bulk, maxPacketSize: e.packetSize)
-                    case .interrupt: AccessoryEndpoint(address: e.address, kind: .interrupt, maxPacketSize: e.packetSize)
-                    default: nil
-                    }
-                }
-            }
+            let endpoints = ordered.map { $0.endpoints.compactMap(AccessoryEndpoint.init) }
             return SimulatedInterface(protocol: ordered[0].name ?? "", endpoints: endpoints[0], alternateSettings: Array(endpoints.dropFirst()))
         }
         self.init(
