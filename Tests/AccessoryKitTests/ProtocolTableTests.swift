@@ -7,7 +7,7 @@ struct ProtocolTableTests {
     static func info(vendor: UInt16, product: UInt16, interfaces: [USBInterface]?) -> USBDeviceInfo {
         USBDeviceInfo(
             descriptor: AccessoryDescriptor(bus: 1, address: 5, port: "1-1", vendor: vendor, product: product),
-            deviceClass: 0, configuration: interfaces.map { USBConfiguration(value: 1, interfaces: $0) })
+            deviceClass: 0, deviceDescriptor: nil, configuration: interfaces.map { USBConfiguration(value: 1, interfaces: $0) })
     }
 
     static let bulkIn = USBEndpoint(address: 0x81, attributes: 2, maxPacketSize: 512, interval: 0)

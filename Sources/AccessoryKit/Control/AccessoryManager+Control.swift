@@ -64,7 +64,8 @@ extension AccessoryManager {
             }
             throw error
         }
-        note(.hotplug(ports: [accessory.descriptor.port]))
+        tracker.expectChange(onPort: accessory.descriptor.port, at: host.uptime().monotonic)
+        arm()
     }
 
     /// One control transfer on a connected accessory, through a session's claim or a device

@@ -11,7 +11,7 @@ struct SystemUSBHost: USBHost {
     /// What the manager's timers sleep on (the configuration's clock).
     let clock: any Clock<Duration>
 
-    init(sysfsRoot: String, protocolTable: ProtocolTable, logger: Logger, reconcileInterval: Duration, clock: any Clock<Duration>) {
+    init(sysfsRoot: String, logger: Logger, reconcileInterval: Duration, clock: any Clock<Duration>) {
         self.clock = clock
         do {
             backend = try LibUSBBackend(logger: logger)
@@ -21,7 +21,7 @@ struct SystemUSBHost: USBHost {
         }
         // The manager sees hubs too, so that their events are not unknown devices; it hides
         // them when it announces accessories.
-        sysfs = SysfsCache(SysfsScanner(root: sysfsRoot, includeHubs: true, protocolTable: protocolTable))
+        sysfs = SysfsCache(SysfsScanner(root: sysfsRoot, includeHubs: true))
     }
 
     func scan() -> SysfsScanner.Result { sysfs.scan() }

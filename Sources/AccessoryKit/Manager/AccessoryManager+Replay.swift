@@ -2,8 +2,6 @@ import AccessoryCore
 
 /// What simulated hosts and trace replays need besides the public API.
 extension AccessoryManager {
-    // MARK: Hooks for simulated hosts and trace replay
-
     /// Calls `observer` with every notification as it is sent, synchronously, in order:
     /// what a replay collects without racing a stream.
     package func observe(_ observer: @escaping @Sendable (AccessoryEvent) -> Void) {
@@ -15,22 +13,22 @@ extension AccessoryManager {
     /// for one.
     package func reconcileWithAuthoritativeTruth() {
         guard !isShutDown else { return }
-        policy.forgetGone()
-        reconcile(.snapshot)
+        var effects = TrackerEffects()
+        effects.look = tracker.beginAuthoritativeLook()
+        perform(effects)
+        arm()
     }
 
-    /// Dates the registry's events by a replayed trace's time (`nil`: the host's clock again).
+    /// Dates new connections' links by a replayed trace's time (`nil`: the host's clock).
     package func setRecordedTime(_ time: Duration?) {
-        recordedTime = time
+        tracker.recordedTime = time
     }
 
-    /// Applies a recorded `sleep`, `wake` or `overflow` to the registry, as a replay does:
-    /// the registry suspects itself; the next snapshot reconciles it.
+    /// Applies a recorded `sleep`, `wake` or `overflow`, as a replay does: the registry
+    /// suspects itself; the next snapshot reconciles it.
     package func applyRecorded(_ event: HotplugEvent) {
         guard !isShutDown else { return }
-        tap(event)
-        registry.now = registryTime
-        deliver(registry.apply(event).events, infos: [:])
+        perform(tracker.apply(event, at: host.uptime().monotonic))
+        arm()
     }
-
 }

@@ -27,8 +27,3 @@ extension AccessoryManager {
         return result
     }
 }
-
-extension Reconciler.Report {
-    /// A report of nothing done.
-    static var none: Reconciler.Report { Reconciler.Report() }
-}

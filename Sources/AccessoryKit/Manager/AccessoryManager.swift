@@ -16,14 +16,6 @@ import Logging
 /// before the connect of its successor on the same port.
 public actor AccessoryManager {
 
-    /// What the manager keeps per registered connection besides the registry entry.
-    struct Entry: Sendable {
-        var info: USBDeviceInfo
-        /// Hidden connections (hidden IDs, see ``ConnectionRegistry``) are not announced
-        /// until a refresh shows they speak a supported protocol after all.
-        var visible: Bool
-    }
-
     /// The configuration the manager was started with.
     public nonisolated let configuration: Configuration
     /// Whether hotplug events arrive. Without them (no libusb, or no hotplug support) the
@@ -37,8 +29,8 @@ public actor AccessoryManager {
     nonisolated let host: any USBHost
     let logger: Logger
 
-    var registry = ConnectionRegistry()
-    var entries: [ConnectionID: Entry] = [:]
+    /// Every hotplug decision: the manager feeds it inputs and performs its effects.
+    var tracker: AccessoryTracker
     /// Every subscriber: ``events(includingCurrent:)``, ``updates(includingCurrent:bufferLimit:)``,
     /// ``monitorEvents()`` and ``observe(_:)``.
     nonisolated let fanOut = SubscriberFanOut()
@@ -47,23 +39,10 @@ public actor AccessoryManager {
     /// AccessoryManager+Sessions.swift): what closing each needs, and its handle weakly, so
     /// a dropped session is closed, not leaked.
     var sessions = SessionTable<SessionEntry>()
-    private var lastUptime: SystemUptime
     private var monitorTask: Task<Void, Never>?
-    /// When to reconcile, and what the next one reads (a debounced one reads only the ports
-    /// hotplug events named: a farm's storm on one port must not rescan every device).
-    private var schedule: ReconcileSchedule
-    /// The one timer armed on the host, for the schedule's next deadline.
+    /// The one timer armed on the host, for the tracker's next deadline.
     private var armed: (id: UInt64, at: Duration, timer: HostTimer)?
     private var timersArmed: UInt64 = 0
-    /// A replayed trace's time (its records' `t`): while set, the registry dates its events
-    /// by it instead of the host's clock, so re-enumeration links come out as in
-    /// `accessoryctl replay`.
-    package var recordedTime: Duration?
-    /// The time the registry dates events by.
-    var registryTime: Duration { recordedTime ?? host.uptime().monotonic }
-    /// The judgement calls: instances known gone, waits for LEFT events, stale arrivals,
-    /// visibility (see ``HotplugPolicy``).
-    var policy: HotplugPolicy
     /// Sessions' data planes waiting for the verdict on a NO_DEVICE.
     private var suspectPipes = SuspectPipes()
 
@@ -78,7 +57,7 @@ public actor AccessoryManager {
     public init(configuration: Configuration = .init()) async throws(AccessoryError) {
         try configuration.validate()
         let host = SystemUSBHost(
-            sysfsRoot: configuration.sysfsRoot, protocolTable: configuration.protocolTable, logger: configuration.logger,
+            sysfsRoot: configuration.sysfsRoot, logger: configuration.logger,
             reconcileInterval: configuration.reconcileInterval, clock: configuration.clock)
         try await self.init(configuration: configuration, host: host)
     }
@@ -92,15 +71,18 @@ public actor AccessoryManager {
         } else {
             self.host = host
         }
-        self.policy = HotplugPolicy(includeHubs: configuration.includeHubs, supportedProtocols: configuration.supportedProtocols)
         self.logger = configuration.logger
         self.libusbVersion = host.version
         // Subscribe first, then take the snapshot: no attach can fall in between.
         let notices = try host.startMonitoring()
         self.isHotplugAvailable = notices != nil
-        self.lastUptime = host.uptime()
-        self.schedule = ReconcileSchedule(
-            now: lastUptime.monotonic, interval: configuration.reconcileInterval, debounce: configuration.debounce)
+        let uptime = host.uptime()
+        self.tracker = AccessoryTracker(
+            configuration: .init(
+                includeHubs: configuration.includeHubs, supportedProtocols: configuration.supportedProtocols,
+                protocolTable: configuration.protocolTable, hasHotplug: notices != nil,
+                reconcileInterval: configuration.reconcileInterval, debounce: configuration.debounce),
+            at: uptime.monotonic, bootTime: uptime.boot)
 
         reconcile(.initial)
         logger.debug(
@@ -130,9 +112,7 @@ public actor AccessoryManager {
     // MARK: Public API
 
     /// The accessories connected now, in connection-ID order.
-    public var connectedAccessories: [Accessory] {
-        registry.accessories.filter { entries[$0.connectionID]?.visible == true }
-    }
+    public var connectedAccessories: [Accessory] { tracker.accessories }
 
     /// A new stream of notifications. Each call makes a new subscriber; every subscriber
     /// gets every notification, with an unbounded buffer so a slow one never blocks anyone
@@ -160,36 +140,29 @@ public actor AccessoryManager {
 
     /// Reconciles now with a fresh sysfs scan.
     /// - Returns: what the reconcile did; its events are those subscribers were sent.
-    public func refresh() async -> Reconciler.Report {
-        guard !isShutDown else { return .none }
+    public func refresh() async -> RefreshReport {
+        guard !isShutDown else { return RefreshReport() }
         return reconcile(.refresh)
     }
 
     /// Everything the OS says about a connected accessory: class, speed, configuration.
     package func deviceInfo(for id: ConnectionID) -> USBDeviceInfo? {
-        guard let entry = entries[id], entry.visible, registry[id] != nil else { return nil }
-        return entry.info
+        tracker.device(id)
     }
 
-    /// Tells the manager that an operation on an accessory returned NO_DEVICE. On a real
-    /// unplug that comes first, before sysfs drops the device and well before the hotplug
-    /// event, so it only makes the connection suspect: the manager looks at sysfs soon and
-    /// again until ``HotplugPolicy/leftEventWindow`` has passed. A LEFT event meanwhile makes
-    /// the disconnect `unplugged`; sysfs dropping the device with no LEFT event makes it a
-    /// ghost whose evidence names `operation`; sysfs still listing the same instance after
-    /// the wait makes it a false alarm (a missing device node, say), and the connection stays.
+    /// Tells the manager that an operation on an accessory returned NO_DEVICE: the tracker
+    /// judges it (``AccessoryTracker/noDevice(_:operation:at:)``).
     package func reportNoDevice(_ id: ConnectionID, operation: String) {
-        guard !isShutDown, registry[id] != nil else { return }
+        guard !isShutDown, tracker.noDevice(id, operation: operation, at: host.uptime().monotonic) else { return }
         logger.debug("\(operation) on connection \(id) returned NO_DEVICE; confirming")
-        policy.suspect(id, operation: operation, at: host.uptime().monotonic)
-        note(.noDevice)
+        arm()
     }
 
     /// A session's transfer found its device (maybe) gone. The manager ends `pipe` once it
     /// knows: with the connection's disconnect, or with an I/O error when sysfs still lists
     /// the accessory after the wait.
     func sessionSawDeviceGone(_ id: ConnectionID, _ sign: DeviceGoneSign, pipe: DataPlane, label: String) {
-        guard !isShutDown, registry[id] != nil else {
+        guard !isShutDown, tracker.entry(id) != nil else {
             // Already disconnected (the pipe has its reason) or shutting down.
             pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label))
             return
@@ -209,7 +182,7 @@ public actor AccessoryManager {
         // Sessions first: closing them needs the event thread to complete their transfers.
         await closeSessionsAtShutdown()
         host.stopMonitoring()
-        deliver(registry.shutdown(), infos: [:])
+        perform(tracker.shutdown())
         fanOut.finish()  // observers too: they may hold what holds the manager
         await monitorTask?.value
         logger.debug("stopped")
@@ -223,118 +196,59 @@ public actor AccessoryManager {
         fanOut.monitor(first: .snapshot(connectedAccessories.map(\.descriptor)))
     }
 
-    func tap(_ event: HotplugEvent) {
-        fanOut.tap(event)
-    }
+    // MARK: Performing the tracker's effects
 
-    func apply(_ event: HotplugEvent, arrival: USBDeviceInfo? = nil, shown: Bool = true) {
-        if arrival.map(isVisible) ?? true { tap(event) }
-        registry.now = registryTime
-        let update = registry.apply(event, isShown: { _ in shown && (arrival.map(isVisible) ?? true) })
-        deliver(update.events, infos: arrival.map { [$0.descriptor: $0] } ?? [:])
-        if let suspicion = update.suspicion {
-            logger.debug("registry suspects it is out of step (\(suspicion)); reconciling")
-            note(.suspicion)
+    /// Hotplug intake: each notice, with sysfs's view of its port for an arrival.
+    func handle(_ notices: [HotplugNotice]) {
+        for notice in notices where !isShutDown {
+            let now = host.uptime().monotonic
+            switch notice.kind {
+            case .arrived:
+                let device = USBDeviceInfo(
+                    descriptor: notice.descriptor, deviceClass: notice.record?.device.deviceClass ?? 0,
+                    deviceDescriptor: notice.record?.device, configuration: notice.record?.configuration, speed: notice.record?.speed)
+                // One device, not a full scan: in a storm the device is often gone already,
+                // and the debounced reconcile that follows catches up anyway.
+                perform(tracker.arrived(device, portNow: host.device(named: notice.descriptor.port), at: now))
+            case .left:
+                if let removal = notice.removal {
+                    perform(tracker.left(removal, descriptor: notice.descriptor, at: now))
+                } else {
+                    perform(tracker.left(notice.descriptor, portIsExact: notice.portIsExact, at: now))
+                }
+            }
         }
+        arm()
     }
 
-    /// Sends the visible notifications to every subscriber and keeps ``entries`` in step.
-    /// - Returns: the notifications that were sent.
+    /// Performs `effects`: sends the notifications, ends the sessions of every connection
+    /// that ended, records, logs, and reads what the tracker asks to look at.
     @discardableResult
-    func deliver(_ events: [AccessoryEvent], infos: [AccessoryDescriptor: USBDeviceInfo]) -> [AccessoryEvent] {
-        var sent: [AccessoryEvent] = []
-        for event in events {
+    func perform(_ effects: TrackerEffects) -> TrackerEffects {
+        for note in effects.notes { logger.debug("\(note)") }
+        for event in effects.recorded { fanOut.tap(event) }
+        for event in effects.events {
             switch event {
             case .connected(let accessory):
-                let info = infos[accessory.descriptor]
-                    ?? USBDeviceInfo(descriptor: accessory.descriptor, deviceClass: 0)
-                let visible = !accessory.connectionID.isHidden
-                entries[accessory.connectionID] = Entry(info: info, visible: visible)
-                guard visible else { continue }
                 logger.debug(
                     "connected \(accessory.connectionID): \(accessory.descriptor.vendorProduct) \(accessory.physicalIdentity) on \(accessory.descriptor.port) address \(accessory.descriptor.address.map(String.init) ?? "?")")
             case .disconnected(let accessory, let reason):
                 endSessions(of: accessory.connectionID, reason: reason)
-                policy.forget(accessory.connectionID)
                 suspectPipes.disconnected(accessory.connectionID, reason: reason)
-                guard entries.removeValue(forKey: accessory.connectionID)?.visible == true else { continue }
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
-            sent.append(event)
             fanOut.send(event)
         }
-        return sent
+        for alarm in effects.falseAlarms { falseAlarm(alarm.id, operation: alarm.operation) }
+        guard let look = effects.look else { return effects }
+        var all = effects
+        all.look = nil
+        all.append(self.look(look))
+        return all
     }
 
-    func isVisible(_ info: USBDeviceInfo) -> Bool {
-        policy.isVisible(info.descriptor, isHub: info.isHub)
-    }
-
-    // MARK: Scheduling
-
-    /// Tells the schedule what happened now, and arms the host's timer for its next deadline.
-    func note(_ event: ReconcileSchedule.Event) {
-        guard !isShutDown else { return }
-        schedule.receive(event, at: host.uptime().monotonic)
-        arm()
-    }
-
-    /// Arms the host's one timer for the schedule's next deadline, unless it is armed for it.
-    private func arm() {
-        guard !isShutDown else { return }
-        let next = schedule.nextDeadline
-        if let armed, armed.at == next { return }
-        armed?.timer.cancel()
-        timersArmed &+= 1
-        let id = timersArmed
-        armed = (id, next, host.schedule(at: next) { [weak self] in await self?.fire(id) })
-    }
-
-    /// The timer `id` fell due: runs what the schedule says is due, in time order, then arms
-    /// the timer for what comes next. (The deadline counts as reached even if the host's
-    /// clock reads a little earlier: the timer slept on the configuration's clock.)
-    private func fire(_ id: UInt64) {
-        guard let fired = armed, fired.id == id else { return }
-        armed = nil
-        let now = max(fired.at, host.uptime().monotonic)
-        while !isShutDown, let action = schedule.due(at: now) {
-            switch action {
-            case .reconcile(let trigger): reconcile(trigger)
-            case .tick: tick()
-            }
-        }
-        arm()
-    }
-
-    /// The periodic tick: detects a system sleep, then reconciles.
-    private func tick() {
-        guard !isShutDown else { return }
-        let now = host.uptime()
-        let slept = now.sleptSince(lastUptime)
-        lastUptime = now
-        if slept > .seconds(1) {
-            logger.debug("the system slept for about \(slept); reconciling")
-            _ = registry.apply(.sleep)
-            _ = registry.apply(.wake)
-            tap(.sleep)
-            tap(.wake)
-            reconcile(.wake)
-        } else {
-            reconcile(.periodic)
-        }
-    }
-
-    /// Compares the registry with a fresh sysfs scan, evicting ghosts and admitting what the
-    /// registry lacks, and notifies subscribers. Routine looks let entries the scan lacks
-    /// wait for their LEFT events (`HotplugPolicy.judge(_:truth:at:patient:scope:)`); a scan
-    /// that fails changes nothing.
-    @discardableResult
-    func reconcile(_ trigger: ReconcileTrigger) -> Reconciler.Report {
-        // What to read and how patiently to judge: see ReconcilePlan.
-        let plan = ReconcilePlan(
-            trigger: trigger, touchedPorts: schedule.touchedPorts, needsFullScan: schedule.needsFullScan,
-            isHotplugAvailable: isHotplugAvailable, isMonitorTapped: fanOut.isTapped)
-        schedule.reconcileBegan(readingEverything: plan.look == .everything)
+    /// Reads what `plan` says and hands it to the tracker; a scan that fails changes nothing.
+    private func look(_ plan: ReconcilePlan) -> TrackerEffects {
         var scan: SysfsScanner.Result
         switch plan.look {
         case .everything:
@@ -344,57 +258,57 @@ public actor AccessoryManager {
         }
         if let failure = scan.failure {
             // An unreadable sysfs is not an empty bus: evict nothing, look again later.
-            logger.warning("reconcile (\(trigger.rawValue)) skipped: \(failure)")
-            return .none
+            logger.warning("reconcile (\(plan.trigger.rawValue)) skipped: \(failure)")
+            return TrackerEffects()
         }
-        if trigger == .initial, let note = scan.note { logger.notice("\(note)") }
-        let now = host.uptime().monotonic
-        scan.devices = policy.withoutGone(scan.devices, at: now, descriptor: \.descriptor)
-        let truth = scan.devices.map(\.descriptor)
-        let scope = plan.scope(truth: truth, in: registry)
-        var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
-        for info in scan.devices { infos[info.descriptor] = info }
-        let judgement = policy.judge(registry, truth: truth, at: now, patient: plan.isPatient, scope: scope)
-        registry.now = recordedTime ?? now
-        var report = Reconciler().reconcile(
-            &registry, against: HotplugPolicy.truth(truth, keeping: judgement.waiting, of: registry),
-            isShown: { d in infos[d].map(isVisible) ?? true }, scope: scope)
-        if fanOut.isTapped { tap(.snapshot(scan.devices.filter(isVisible).map(\.descriptor))) }
-        // Say what was seen: a session's operation found the device gone.
-        report.events = report.events.map { event in
-            if case .disconnected(let a, .ghostEvicted(.absentFromSnapshot)) = event, let operation = judgement.evict[a.connectionID] ?? nil {
-                return .disconnected(a, .ghostEvicted(.noDevice(operation: operation)))
-            }
-            return event
-        }
-        report.events = deliver(report.events, infos: infos)
-        // Entries that were kept: take the scan's fresher view (strings, configuration). A
-        // hidden one that now speaks a supported protocol (its interfaces were not there
-        // yet when it arrived) is shown from now on, under its first shown ID.
-        for (accessory, var fresh) in ReconcilePlan.refreshes(in: registry, scope: scope, scan: scan.devices, descriptor: \.descriptor) {
-            guard var entry = entries[accessory.connectionID], fresh != entry.info else { continue }
-            fresh.descriptor = accessory.descriptor
-            if !entry.visible, isVisible(fresh), let shown = registry.promote(accessory.connectionID) {
-                entries[accessory.connectionID] = nil
-                fresh.descriptor = shown.descriptor
-                report.events += deliver([.connected(shown)], infos: [shown.descriptor: fresh])
-                continue
-            }
-            entry.info = fresh
-            entries[accessory.connectionID] = entry
-        }
-        for (id, operation) in judgement.falseAlarms { falseAlarm(id, operation: operation) }
-        if let at = judgement.lookAgainAt { note(.confirm(at: at)) }
-        if !report.events.isEmpty || trigger != .periodic {
-            logger.debug("reconcile (\(trigger.rawValue)): kept \(report.kept), evicted \(report.evicted), admitted \(report.admitted)")
-        }
+        if plan.trigger == .initial, let note = scan.note { logger.notice("\(note)") }
+        return perform(tracker.scanned(scan.devices, for: plan, at: host.uptime().monotonic))
+    }
+
+    /// Reconciles now for `trigger`, and arms the timer for what the tracker wants next.
+    @discardableResult
+    func reconcile(_ trigger: ReconcileTrigger) -> RefreshReport {
+        tracker.isRecording = fanOut.isTapped
+        var effects = TrackerEffects()
+        effects.look = tracker.beginLook(trigger)
+        let report = RefreshReport(perform(effects))
+        arm()
         return report
+    }
+
+    // MARK: Scheduling
+
+    /// Arms the host's one timer for the tracker's next deadline, unless it is armed for it.
+    func arm() {
+        guard !isShutDown else { return }
+        let next = tracker.nextDeadline
+        if let armed, armed.at == next { return }
+        armed?.timer.cancel()
+        timersArmed &+= 1
+        let id = timersArmed
+        armed = (id, next, host.schedule(at: next) { [weak self] in await self?.fire(id) })
+    }
+
+    /// The timer `id` fell due: performs what the tracker says is due, look by look, then
+    /// arms the timer for what comes next. (The deadline counts as reached even if the host's
+    /// clock reads a little earlier: the timer slept on the configuration's clock.)
+    private func fire(_ id: UInt64) {
+        guard let fired = armed, fired.id == id else { return }
+        armed = nil
+        while !isShutDown {
+            tracker.isRecording = fanOut.isTapped
+            let uptime = host.uptime()
+            let effects = tracker.due(at: max(fired.at, uptime.monotonic), bootTime: uptime.boot)
+            perform(effects)
+            if effects.look == nil { break }
+        }
+        arm()
     }
 
     /// A NO_DEVICE that sysfs has not confirmed for the whole wait: the connection stays, and
     /// the sessions that saw it end with an I/O error that says so.
     private func falseAlarm(_ id: ConnectionID, operation: String) {
-        let device = registry[id].map { "bus \($0.descriptor.bus) address \($0.descriptor.address.map(String.init) ?? "?")" } ?? "the device"
+        let device = tracker.entry(id).map { "bus \($0.descriptor.bus) address \($0.descriptor.address.map(String.init) ?? "?")" } ?? "the device"
         logger.warning(
             "\(operation) on connection \(id) reported the device gone, but sysfs still lists it (\(device)); keeping the connection. Is its device node missing (a container given a stale --device)?")
         suspectPipes.falseAlarm(id, device: device)

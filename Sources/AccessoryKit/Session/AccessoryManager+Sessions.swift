@@ -369,33 +369,32 @@ extension AccessoryManager {
     /// AOA switch, a reset) and waits `wait` for it: a successor on the port within that
     /// links to it (``Accessory/previousConnectionID``) whatever its IDs.
     func expectModeSwitch(of id: ConnectionID, for wait: Duration) {
-        registry.expectModeSwitch(of: id, until: host.uptime().monotonic + wait)
+        tracker.expectModeSwitch(of: id, until: host.uptime().monotonic + wait)
     }
 
     /// Says that this manager no longer waits for a connection's mode switch.
     func endModeSwitch(of id: ConnectionID) {
-        registry.endModeSwitch(of: id)
+        tracker.endModeSwitch(of: id)
     }
 
     /// The registry's entry for a connection, visible or not.
-    func registry(_ id: ConnectionID) -> Accessory? { registry[id] }
+    func registry(_ id: ConnectionID) -> Accessory? { tracker.entry(id) }
 
     /// The address of a connection still in the registry (hidden or not), or `nil`.
     func connectedAddress(of id: ConnectionID) -> Int? {
-        registry[id]?.descriptor.address
+        tracker.entry(id)?.descriptor.address
     }
 
     /// Opens the device behind a connection, from libusb's list or, when libusb's cache
     /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile. (Sessions
     /// open theirs off the actor, in `prepareSession`; the hardware tests use this.)
     func openDevice(_ id: ConnectionID) throws(AccessoryError) -> any USBDeviceConnection {
-        guard let entry = entries[id], let accessory = registry[id], let address = accessory.descriptor.address else {
+        guard let info = tracker.device(id), let address = info.descriptor.address else {
             throw AccessoryError(.notFound, "no accessory is connected with connection ID \(id)", operation: "open")
         }
         do {
             return try host.open(
-                bus: accessory.descriptor.bus, address: address, vendor: entry.info.descriptor.vendor,
-                product: entry.info.descriptor.product)
+                bus: info.descriptor.bus, address: address, vendor: info.descriptor.vendor, product: info.descriptor.product)
         } catch {
             if error.code.disconnectReason != nil { reportNoDevice(id, operation: error.operation ?? "open") }
             throw error

@@ -1,9 +1,10 @@
-/// What a reconcile looks at and how it judges, decided before it looks: the manager then
-/// scans what the plan says, and the plan says which entries the scan speaks for and which
-/// kept entries get the scan's fresher view. No I/O: the manager does the scanning.
-package struct ReconcilePlan: Sendable, Equatable {
+/// What a reconcile looks at and how it judges, decided before it looks: the driver of an
+/// ``AccessoryTracker`` scans what the plan says and hands the devices back; the plan says
+/// which entries the scan speaks for and which kept entries get the scan's fresher view.
+/// No I/O: the driver does the scanning.
+public struct ReconcilePlan: Sendable, Equatable {
     /// What to read.
-    package enum Look: Sendable, Equatable {
+    public enum Look: Sendable, Equatable {
         /// Every device.
         case everything
         /// Only these ports (sysfs names such as `1-3.2`), in order.
@@ -11,7 +12,9 @@ package struct ReconcilePlan: Sendable, Equatable {
     }
 
     /// What to read.
-    package var look: Look
+    public var look: Look
+    /// Why the reconcile runs.
+    public var trigger: ReconcileTrigger
     /// Whether entries the scan lacks wait for their LEFT events
     /// (``HotplugPolicy/judge(_:truth:at:patient:scope:)``).
     package var isPatient: Bool
@@ -26,6 +29,7 @@ package struct ReconcilePlan: Sendable, Equatable {
         trigger: ReconcileTrigger, touchedPorts: Set<String>, needsFullScan: Bool, isHotplugAvailable: Bool,
         isMonitorTapped: Bool
     ) {
+        self.trigger = trigger
         let partial = trigger == .debounced && !needsFullScan && isHotplugAvailable && !isMonitorTapped
         look = partial ? .ports(touchedPorts.sorted()) : .everything
         switch trigger {

@@ -1,5 +1,5 @@
 /// The signalling rate a device was enumerated at.
-package enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
+public enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
     /// 1.5 Mbit/s.
     case low
     /// 12 Mbit/s.
@@ -14,7 +14,7 @@ package enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
     case superSpeedPlusDual
 
     /// Parses sysfs's `speed` attribute, in Mbit/s: `1.5`, `12`, `480`, `5000`, `10000`, `20000`.
-    package init?(sysfs text: String) {
+    public init?(sysfs text: String) {
         switch text {
         case "1.5": self = .low
         case "12": self = .full
@@ -26,7 +26,8 @@ package enum USBSpeed: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    package var description: String {
+    /// The rate with its name, such as `high (480 Mbit/s)`.
+    public var description: String {
         switch self {
         case .low: return "low (1.5 Mbit/s)"
         case .full: return "full (12 Mbit/s)"

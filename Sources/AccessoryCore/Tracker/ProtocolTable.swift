@@ -1,5 +1,3 @@
-import AccessoryCore
-
 /// The protocols an application declares, and how to tell which accessories speak them.
 ///
 /// An accessory speaks the protocols named by the string descriptors of its vendor-specific

@@ -1,0 +1,223 @@
+/// Every hotplug decision in one value: the sans-IO core that any backend drives (libusb
+/// here, `SimulatedUSB` in tests, a recorded trace, another OS's notifications, a daemon).
+///
+/// Inputs go in, each with its time on the driver's monotonic clock: a hotplug notice
+/// (``arrived(_:portNow:at:)``, ``left(_:portIsExact:at:)``), a scan or a look at some ports
+/// (``scanned(_:for:at:)``), a NO_DEVICE from an operation (``noDevice(_:operation:at:)``),
+/// an overflow or a wake (``apply(_:at:)``), and the clock reaching ``nextDeadline``
+/// (``due(at:bootTime:)``). ``TrackerEffects`` come out: notifications to deliver, what a
+/// recording gets, suspicions that proved false, and what to look at next. The tracker
+/// reads no clock, file or device; the driver performs the effects, then arms one timer for
+/// ``nextDeadline``.
+///
+/// It decides: whether an arrival is live or stale, what a LEFT event removes, how long an
+/// entry the truth lacks waits for its LEFT event, what a NO_DEVICE means, sleep and wake,
+/// overflow and resynchronization, links to the previous connection, cloned serials, which
+/// devices are shown (``Configuration/includeHubs``, ``Configuration/supportedProtocols``,
+/// the ``ProtocolTable`` applied here, once, to every device it is told of), and when to
+/// reconcile (``ReconcileSchedule``).
+///
+/// ```swift
+/// var tracker = AccessoryTracker(configuration: .init(), at: now)
+/// var effects = tracker.arrived(device, portNow: sysfsLook(device.descriptor.port), at: now)
+/// deliver(effects.events)
+/// ```
+public struct AccessoryTracker: Sendable {
+    /// What the tracker shows and how patiently it waits.
+    public struct Configuration: Sendable {
+        /// Show hubs too.
+        public var includeHubs: Bool
+        /// Show only accessories that speak one of these (`nil`: every accessory).
+        public var supportedProtocols: Set<String>?
+        /// The application's protocol rules.
+        public var protocolTable: ProtocolTable
+        /// Whether hotplug notices arrive. Without them every look is a full one, and no entry
+        /// waits for a LEFT event.
+        public var hasHotplug: Bool
+        /// How often to look at everything when nothing else asks.
+        public var reconcileInterval: Duration
+        /// How long after a hotplug notice to look at the ports it named.
+        public var debounce: Duration
+
+        /// A configuration; the defaults are the manager's.
+        public init(
+            includeHubs: Bool = false, supportedProtocols: Set<String>? = nil, protocolTable: ProtocolTable = .init(),
+            hasHotplug: Bool = true, reconcileInterval: Duration = .seconds(2), debounce: Duration = .milliseconds(20)
+        ) {
+            self.includeHubs = includeHubs
+            self.supportedProtocols = supportedProtocols
+            self.protocolTable = protocolTable
+            self.hasHotplug = hasHotplug
+            self.reconcileInterval = reconcileInterval
+            self.debounce = debounce
+        }
+    }
+
+    /// The configuration it was made with.
+    public let configuration: Configuration
+    /// Every entry, shown and hidden (see ``ConnectionRegistry``).
+    package internal(set) var registry = ConnectionRegistry()
+    /// Instances known gone, waits for LEFT events, suspects, stale arrivals.
+    package internal(set) var policy: HotplugPolicy
+    /// When to look, and at what.
+    package internal(set) var schedule: ReconcileSchedule
+    /// What the OS said of each entry, shown or hidden.
+    var devices: [ConnectionID: USBDeviceInfo] = [:]
+    /// The two clocks at the last periodic tick, to tell a sleep.
+    var lastTick: (monotonic: Duration, boot: Duration)?
+    /// Whether a recording of the monitor's view is being made: every look then reads
+    /// everything and ``TrackerEffects/recorded`` gets its snapshot.
+    public var isRecording = false
+    /// A replayed trace's time (its records' `t`): while set, new connections are linked to
+    /// the ones that ended by it instead of by the input's time.
+    package var recordedTime: Duration?
+
+    /// A tracker with no entries, its first periodic look due
+    /// ``Configuration/reconcileInterval`` after `now`.
+    /// - Parameter bootTime: `CLOCK_BOOTTIME` now, if the driver can tell a sleep.
+    public init(configuration: Configuration = .init(), at now: Duration, bootTime: Duration? = nil) {
+        self.configuration = configuration
+        policy = HotplugPolicy(includeHubs: configuration.includeHubs, supportedProtocols: configuration.supportedProtocols)
+        schedule = ReconcileSchedule(now: now, interval: configuration.reconcileInterval, debounce: configuration.debounce)
+        lastTick = bootTime.map { (now, $0) }
+    }
+
+    // MARK: What it holds
+
+    /// The accessories shown now, in connection-ID order.
+    public var accessories: [Accessory] {
+        registry.accessories.filter { !$0.connectionID.isHidden }
+    }
+
+    /// The shown accessory with this ID, if connected.
+    public subscript(id: ConnectionID) -> Accessory? {
+        id.isHidden ? nil : registry[id]
+    }
+
+    /// What the OS said of a shown accessory.
+    public func device(_ id: ConnectionID) -> USBDeviceInfo? {
+        id.isHidden || registry[id] == nil ? nil : devices[id]
+    }
+
+    /// The entry with this ID, shown or hidden.
+    package func entry(_ id: ConnectionID) -> Accessory? { registry[id] }
+
+    /// When the driver must call ``due(at:bootTime:)`` next.
+    public var nextDeadline: Duration { schedule.nextDeadline }
+
+    /// Whether a device is shown: not a hub (unless hubs are included), and speaking a
+    /// supported protocol when only some are supported.
+    public func isShown(_ device: USBDeviceInfo) -> Bool {
+        policy.isVisible(device.descriptor, isHub: device.isHub)
+    }
+
+    // MARK: Inputs besides notices and looks
+
+    /// An operation on connection `id` returned NO_DEVICE. On a real unplug that comes first,
+    /// before sysfs drops the device and well before the LEFT event, so it only makes the
+    /// connection suspect: the tracker asks for looks until ``HotplugPolicy/leftEventWindow``
+    /// has passed. A LEFT meanwhile makes the disconnect `unplugged`; the truth dropping the
+    /// device makes it a ghost whose evidence names `operation`; the truth still listing it
+    /// after the wait is a false alarm (``TrackerEffects/falseAlarms``).
+    /// - Returns: `false` when `id` is not connected (nothing to judge).
+    @discardableResult
+    public mutating func noDevice(_ id: ConnectionID, operation: String, at now: Duration) -> Bool {
+        guard registry[id] != nil else { return false }
+        policy.suspect(id, operation: operation, at: now)
+        schedule.receive(.noDevice, at: now)
+        return true
+    }
+
+    /// Something changed on `port` that no notice may name (the driver reset the device
+    /// there): the next debounced look reads it.
+    public mutating func expectChange(onPort port: String, at now: Duration) {
+        schedule.receive(.hotplug(ports: [port]), at: now)
+    }
+
+    /// The owner of connection `id` is about to make it re-enumerate in a new mode (an
+    /// Android Open Accessory switch, a reset) and waits until `deadline`: a successor on its
+    /// port by then is linked to it whatever its IDs.
+    public mutating func expectModeSwitch(of id: ConnectionID, until deadline: Duration) {
+        registry.expectModeSwitch(of: id, until: deadline)
+    }
+
+    /// The owner of connection `id` no longer waits for its mode switch.
+    public mutating func endModeSwitch(of id: ConnectionID) {
+        registry.endModeSwitch(of: id)
+    }
+
+    /// Applies a monitor event as a recorded trace holds it: an add or a removal as a notice
+    /// with no look at its port, a snapshot as the authoritative truth, and a sleep, wake or
+    /// overflow as a reason to distrust the registry until the next look.
+    public mutating func apply(_ event: HotplugEvent, at now: Duration) -> TrackerEffects {
+        switch event {
+        case .added(let d):
+            return arrived(USBDeviceInfo(descriptor: d), portNow: nil, at: now)
+        case .removed(let r):
+            return left(r, at: now)
+        case .snapshot(let truth):
+            return snapshot(truth.map { USBDeviceInfo(descriptor: $0) }, at: now)
+        case .sleep, .wake, .overflow:
+            var effects = TrackerEffects()
+            effects.recorded.append(event)
+            registry.now = recordedTime ?? now
+            let update = registry.apply(event)
+            deliver(update.events, devices: [:], into: &effects)
+            if update.suspicion != nil { schedule.receive(.suspicion, at: now) }
+            return effects
+        }
+    }
+
+    /// Reconciles with `truth` taken as authoritative, as a trace's snapshot is: no instance
+    /// counts as dead for lagging behind its LEFT event, and no entry waits for one.
+    public mutating func snapshot(_ truth: [USBDeviceInfo], at now: Duration) -> TrackerEffects {
+        let plan = beginAuthoritativeLook()
+        return scanned(truth, for: plan, at: now)
+    }
+
+    /// Forgets every mark and every wait, and begins a look whose result is authoritative.
+    package mutating func beginAuthoritativeLook() -> ReconcilePlan {
+        policy.forgetGone()
+        return beginLook(.snapshot)
+    }
+
+    /// Disconnects everything with reason `shutdown`, in ID order.
+    public mutating func shutdown() -> TrackerEffects {
+        var effects = TrackerEffects()
+        deliver(registry.shutdown(), devices: [:], into: &effects)
+        return effects
+    }
+
+    // MARK: Delivery
+
+    /// Keeps ``devices`` in step with `events` and appends the shown ones to `effects`.
+    mutating func deliver(_ events: [AccessoryEvent], devices infos: [AccessoryDescriptor: USBDeviceInfo], into effects: inout TrackerEffects) {
+        for event in events {
+            switch event {
+            case .connected(let accessory):
+                devices[accessory.connectionID] = infos[accessory.descriptor] ?? USBDeviceInfo(descriptor: accessory.descriptor)
+                if accessory.connectionID.isHidden { continue }
+            case .disconnected(let accessory, _):
+                policy.forget(accessory.connectionID)
+                devices[accessory.connectionID] = nil
+                if accessory.connectionID.isHidden { continue }
+            }
+            effects.events.append(event)
+        }
+    }
+
+    /// The protocols a device speaks, by the table, set on its descriptor: from its
+    /// configuration where known, else what it already says plus the rules that match it.
+    func resolvingProtocols(_ device: USBDeviceInfo) -> USBDeviceInfo {
+        var device = device
+        let table = configuration.protocolTable
+        if device.configuration != nil {
+            device.descriptor.protocols = table.protocols(for: device)
+        } else if let matched = table.protocols(for: device), !matched.isEmpty {
+            var names = device.descriptor.protocols ?? []
+            for name in matched where !names.contains(name) { names.append(name) }
+            device.descriptor.protocols = names
+        }
+        return device
+    }
+}
