@@ -33,6 +33,32 @@ struct SimulatedSessionTests {
         }
     }
 
+    @Test("A device that a ProtocolTable rule maps, with supportedProtocols set, is shown and opens, as in production")
+    func protocolTableRule() async throws {
+        let usb = SimulatedUSB()
+        // One bulk pair with no interface string, as most real devices have.
+        await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0042, serial: "FP1", protocols: [""]))
+        await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0043, serial: "OTHER", protocols: [""]))
+        let configuration = AccessoryManager.Configuration(
+            supportedProtocols: ["com.example.reader"],
+            protocolTable: ProtocolTable(rules: [.device(vendor: 0x1209, product: 0x0042, speaks: "com.example.reader")]))
+        try await withAccessoryManager(configuration: configuration, usb: usb) { manager in
+            let shown = await manager.connectedAccessories
+            #expect(shown.map(\.descriptor.serial) == ["FP1"])
+            let accessory = try #require(shown.first)
+            #expect(accessory.descriptor.protocols == ["com.example.reader"])
+            let answer = try await manager.withSession(to: accessory, protocol: "com.example.reader") { session in
+                try await session.write("ping")
+                try await session.flush()
+                return try await session.read(exactly: 4)
+            }
+            #expect(answer == Array("ping".utf8))
+            // A hotplug arrival is judged by the same table.
+            await usb.plug(SimulatedAccessory(vendor: 0x1209, product: 0x0042, serial: "FP2", protocols: [""]))
+            #expect(await manager.connectedAccessories.map(\.descriptor.serial) == ["FP1", "FP2"])
+        }
+    }
+
     @Test("A custom responder is the accessory's side: it sees what the host writes, per interface")
     func customResponder() async throws {
         let usb = SimulatedUSB()

@@ -22,6 +22,8 @@ struct StalledClockTests {
                 }
             }
             group.addTask {
+                // Real time on purpose: what is tested is that a call stuck on a virtual clock
+                // nobody moves ends by itself in real time; this is the test's own deadline.
                 try? await Task.sleep(for: limit)
                 return nil
             }

@@ -21,8 +21,10 @@ extension AccessoryTracker {
             }
             if slept > .seconds(1) {
                 effects.notes.append("the system slept for about \(slept); reconciling")
-                effects.append(apply(.sleep, at: now))
-                effects.append(apply(.wake, at: now))
+                // The wake look that follows reads everything: no other look is asked for.
+                _ = registry.apply(.sleep)
+                _ = registry.apply(.wake)
+                effects.recorded += [.sleep, .wake]
                 effects.look = beginLook(.wake)
             } else {
                 effects.look = beginLook(.periodic)
