@@ -36,6 +36,26 @@ package final class HotplugNoticeQueue: Sendable {
         waiter?.resume(returning: [notice])
     }
 
+    /// Queues a notice without waking the consumer: the producer calls ``release()`` once it
+    /// has queued a whole batch (libusb's event thread, after each pass of event handling),
+    /// so a storm costs one hand-off per batch, not one per notice.
+    package func hold(_ notice: HotplugNotice) {
+        state.withLock { s in
+            if !s.isFinished { s.queued.append(notice) }
+        }
+    }
+
+    /// Hands everything held to a waiting consumer, if there is one and anything is held.
+    package func release() {
+        let handOff = state.withLock { s -> (CheckedContinuation<[HotplugNotice], Never>, [HotplugNotice])? in
+            guard let w = s.waiter, !s.queued.isEmpty else { return nil }
+            s.waiter = nil
+            defer { s.queued = [] }
+            return (w, s.queued)
+        }
+        if let (waiter, batch) = handOff { waiter.resume(returning: batch) }
+    }
+
     /// Whether a consumer is waiting in ``next()`` now (for tests that must know it waits).
     package var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }
 

@@ -41,7 +41,9 @@ final class LibUSBHotplug: Sendable {
                     else { return 0 }
                     let sink = Unmanaged<Sink>.fromOpaque(userData).takeUnretainedValue()
                     let kind: HotplugNotice.Kind = event == LIBUSB_HOTPLUG_EVENT_DEVICE_ARRIVED ? .arrived : .left
-                    sink.notices.yield(HotplugNotice(kind: kind, device: record))
+                    // On the event thread, which releases the batch after its pass.
+                    let notice = HotplugNotice(kind: kind, device: record)
+                    if LibUSBEventThread.isCurrent { sink.notices.hold(notice) } else { sink.notices.yield(notice) }
                     return 0
                 }, sink.toOpaque(), &handle)
         }
