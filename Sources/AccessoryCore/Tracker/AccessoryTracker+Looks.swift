@@ -48,8 +48,11 @@ extension AccessoryTracker {
     /// admits what the registry lacks, refreshes what it keeps, and asks to look again while
     /// entries wait for their LEFT events. Routine looks let an entry the truth lacks wait
     /// for its LEFT event; a `wake`, `initial`, `refresh` or `snapshot` look does not.
-    /// - Parameter truth: every device the look found, hubs included. (A look that could not
-    ///   read is no empty bus: then call nothing.)
+    /// - Parameters:
+    ///   - truth: every device the look found, hubs included. (A look that could not read is
+    ///     no empty bus: then call nothing.)
+    ///   - plan: the look, as ``beginLook(_:)`` or ``TrackerEffects/look`` gave it.
+    ///   - now: when the look was made.
     public mutating func scanned(_ truth: [USBDeviceInfo], for plan: ReconcilePlan, at now: Duration) -> TrackerEffects {
         var effects = TrackerEffects()
         let found = policy.withoutGone(truth.map(resolvingProtocols), at: now, descriptor: \USBDeviceInfo.descriptor)

@@ -10,6 +10,7 @@ extension AccessoryTracker {
     ///     scan). The truth changes before the kernel sends the event, so it is never older:
     ///     the same instance there gives its fuller view; a newer instance of the same VID:PID
     ///     makes this arrival stale (a backlog in a storm), and it is skipped.
+    ///   - now: when the notice came.
     public mutating func arrived(_ device: USBDeviceInfo, portNow: USBDeviceInfo?, at now: Duration) -> TrackerEffects {
         var effects = TrackerEffects()
         let notice = device.descriptor
@@ -40,10 +41,13 @@ extension AccessoryTracker {
 
     /// A device left.
     ///
-    /// - Parameter portIsExact: whether `device.port` is the kernel's own port chain. libusb
-    ///   builds its chain from its parent links, which can be shorter when a hub is missing
-    ///   from its list; the entry at the notice's address is then matched by address alone
-    ///   when it has the same IDs.
+    /// - Parameters:
+    ///   - device: what the notice says of it.
+    ///   - portIsExact: whether `device.port` is the kernel's own port chain. libusb builds its
+    ///     chain from its parent links, which can be shorter when a hub is missing from its
+    ///     list; the entry at the notice's address is then matched by address alone when it
+    ///     has the same IDs.
+    ///   - now: when the notice came.
     public mutating func left(_ device: AccessoryDescriptor, portIsExact: Bool, at now: Duration) -> TrackerEffects {
         let leaving = device.key.flatMap { registry.accessory(at: $0) }
         var port: String? = device.port

@@ -15,7 +15,7 @@
 /// overflow and resynchronization, links to the previous connection, cloned serials, which
 /// devices are shown (``Configuration/includeHubs``, ``Configuration/supportedProtocols``,
 /// the ``ProtocolTable`` applied here, once, to every device it is told of), and when to
-/// reconcile (``ReconcileSchedule``).
+/// reconcile.
 ///
 /// ```swift
 /// var tracker = AccessoryTracker(configuration: .init(), at: now)
@@ -74,7 +74,10 @@ public struct AccessoryTracker: Sendable {
 
     /// A tracker with no entries, its first periodic look due
     /// ``Configuration/reconcileInterval`` after `now`.
-    /// - Parameter bootTime: `CLOCK_BOOTTIME` now, if the driver can tell a sleep.
+    /// - Parameters:
+    ///   - configuration: what to show and how patiently to wait.
+    ///   - now: the driver's monotonic clock now.
+    ///   - bootTime: `CLOCK_BOOTTIME` now, if the driver can tell a sleep.
     public init(configuration: Configuration = .init(), at now: Duration, bootTime: Duration? = nil) {
         self.configuration = configuration
         policy = HotplugPolicy(includeHubs: configuration.includeHubs, supportedProtocols: configuration.supportedProtocols)
@@ -115,7 +118,7 @@ public struct AccessoryTracker: Sendable {
 
     /// An operation on connection `id` returned NO_DEVICE. On a real unplug that comes first,
     /// before sysfs drops the device and well before the LEFT event, so it only makes the
-    /// connection suspect: the tracker asks for looks until ``HotplugPolicy/leftEventWindow``
+    /// connection suspect: the tracker asks for looks until the LEFT-event window (250 ms)
     /// has passed. A LEFT meanwhile makes the disconnect `unplugged`; the truth dropping the
     /// device makes it a ghost whose evidence names `operation`; the truth still listing it
     /// after the wait is a false alarm (``TrackerEffects/falseAlarms``).

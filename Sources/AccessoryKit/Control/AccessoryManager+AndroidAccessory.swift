@@ -14,7 +14,7 @@ extension AccessoryManager {
     /// Switches an Android phone into accessory mode (Android Open Accessory 2) and returns
     /// the accessory it becomes once it has re-enumerated: 18d1:2d00–2d05 on the same port
     /// at a new address, a new connection whose `Accessory.previousConnectionID` names the
-    /// phone's. Its interface 0 speaks ``ProtocolRule/androidAccessoryProtocol``.
+    /// phone's. Its interface 0 speaks `ProtocolRule.androidAccessoryProtocol`.
     ///
     /// The sequence is the one real hosts use: GET_PROTOCOL (51; the phone must say 1 or 2),
     /// SEND_STRING (52) for the six strings, then START (53), each with a 1 s timeout. A
