@@ -34,6 +34,11 @@ public struct USBDeviceInfo: Sendable, Hashable {
         self.descriptorIssues = descriptorIssues
     }
 
+    /// Whether it says no more than its descriptor.
+    package var isBareDescriptor: Bool {
+        deviceClass == 0 && deviceDescriptor == nil && configuration == nil && speed == nil && descriptorIssues.isEmpty
+    }
+
     /// Whether the device is a hub (class 0x09); root hubs (`usbN`) are hubs.
     public var isHub: Bool { deviceClass == 0x09 }
 }

@@ -92,15 +92,16 @@ extension AccessoryTracker {
     private mutating func refreshKept(scope: Set<ConnectionID>?, found: [USBDeviceInfo], into effects: inout TrackerEffects) {
         for (accessory, var fresh) in ReconcilePlan.refreshes(in: registry, scope: scope, scan: found, descriptor: \USBDeviceInfo.descriptor) {
             let id = accessory.connectionID
-            guard let known = devices[id], fresh != known else { continue }
-            fresh.descriptor = accessory.descriptor
+            fresh.descriptor = accessory.descriptor  // the registry's, enriched by the look
             if id.isHidden, isShown(fresh), let shown = registry.promote(id) {
                 devices[id] = nil
                 fresh.descriptor = shown.descriptor
                 deliver([.connected(shown)], devices: [shown.descriptor: fresh], into: &effects)
-                continue
+            } else if fresh.isBareDescriptor {
+                if !devices.isEmpty { devices[id] = nil }
+            } else if devices[id] != fresh {
+                devices[id] = fresh
             }
-            devices[id] = fresh
         }
     }
 }

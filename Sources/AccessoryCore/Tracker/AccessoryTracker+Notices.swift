@@ -13,6 +13,12 @@ extension AccessoryTracker {
     ///   - now: when the notice came.
     public mutating func arrived(_ device: USBDeviceInfo, portNow: USBDeviceInfo?, at now: Duration) -> TrackerEffects {
         var effects = TrackerEffects()
+        arrived(device, portNow: portNow, at: now, into: &effects)
+        return effects
+    }
+
+    /// ``arrived(_:portNow:at:)``, appending its effects to `effects`.
+    mutating func arrived(_ device: USBDeviceInfo, portNow: USBDeviceInfo?, at now: Duration, into effects: inout TrackerEffects) {
         let notice = device.descriptor
         let verdict = HotplugPolicy.judge(arrival: notice, livePort: portNow?.descriptor)
         let fromTruth = verdict == .live
@@ -35,8 +41,7 @@ extension AccessoryTracker {
             }
             apply(.added(info.descriptor), device: info, shown: !serialPending && isShown(info), at: now, into: &effects)
         }
-        schedule.receive(.hotplug(ports: [notice.port]), at: now)
-        return effects
+        schedule.touched(notice.port, at: now)
     }
 
     /// A device left.
@@ -58,18 +63,23 @@ extension AccessoryTracker {
     }
 
     /// A removal as a trace records it (it may lack the port or the address).
-    mutating func left(_ removal: DeviceRemoval, at now: Duration) -> TrackerEffects {
+    mutating func left(_ removal: DeviceRemoval, at now: Duration, into effects: inout TrackerEffects) {
         let descriptor = AccessoryDescriptor(bus: removal.bus, address: removal.address, port: removal.port ?? "")
-        return left(removal, descriptor: descriptor, at: now)
+        left(removal, descriptor: descriptor, at: now, into: &effects)
     }
 
     /// A removal, exactly what to remove (a simulated host may know it better than the
     /// notice's descriptor says), of the device `device` the notice names.
     package mutating func left(_ removal: DeviceRemoval, descriptor device: AccessoryDescriptor, at now: Duration) -> TrackerEffects {
         var effects = TrackerEffects()
+        left(removal, descriptor: device, at: now, into: &effects)
+        return effects
+    }
+
+    private mutating func left(
+        _ removal: DeviceRemoval, descriptor device: AccessoryDescriptor, at now: Duration, into effects: inout TrackerEffects
+    ) {
         let leaving = device.key.flatMap { registry.accessory(at: $0) }
-        var touched = removal.port.map { [$0] } ?? []
-        if let leaving { touched.append(leaving.descriptor.port) }
         if leaving == nil, policy.isLeftOfSkippedArrival(device) {
             // The registry never held it: nothing to remove, no tombstone (which would drop
             // the next instance given this address) and nothing to suspect (in a farm's storm,
@@ -79,8 +89,8 @@ extension AccessoryTracker {
             apply(.removed(removal), device: nil, shown: true, at: now, into: &effects)
         }
         if let leaving, registry[leaving.connectionID] == nil { policy.markGone(leaving.descriptor, at: now) }
-        schedule.receive(.hotplug(ports: touched), at: now)
-        return effects
+        if !device.port.isEmpty { schedule.touched(device.port, at: now) }
+        if let leaving, leaving.descriptor.port != device.port { schedule.touched(leaving.descriptor.port, at: now) }
     }
 
     /// Applies an add or a removal to the registry. The recording gets it unless it adds a
@@ -91,7 +101,7 @@ extension AccessoryTracker {
         if device.map(isShown) ?? true { effects.recorded.append(event) }
         registry.now = recordedTime ?? now
         let update = registry.apply(event, isShown: { _ in shown })
-        deliver(update.events, devices: device.map { [$0.descriptor: $0] } ?? [:], into: &effects)
+        deliver(update.events, device: { d in device.flatMap { $0.descriptor == d ? $0 : nil } }, into: &effects)
         if let suspicion = update.suspicion {
             effects.notes.append("registry suspects it is out of step (\(suspicion)); reconciling")
             schedule.receive(.suspicion, at: now)

@@ -56,7 +56,7 @@ public struct AccessoryTracker: Sendable {
     /// The configuration it was made with.
     public let configuration: Configuration
     /// Every entry, shown and hidden (see ``ConnectionRegistry``).
-    package internal(set) var registry = ConnectionRegistry()
+    package internal(set) var registry: ConnectionRegistry
     /// Instances known gone, waits for LEFT events, suspects, stale arrivals.
     package internal(set) var policy: HotplugPolicy
     /// When to look, and at what.
@@ -79,7 +79,13 @@ public struct AccessoryTracker: Sendable {
     ///   - now: the driver's monotonic clock now.
     ///   - bootTime: `CLOCK_BOOTTIME` now, if the driver can tell a sleep.
     public init(configuration: Configuration = .init(), at now: Duration, bootTime: Duration? = nil) {
+        self.init(configuration: configuration, registry: ConnectionRegistry(), at: now, bootTime: bootTime)
+    }
+
+    /// A tracker that starts from `registry`'s entries (a replay's starting point).
+    package init(configuration: Configuration = .init(), registry: ConnectionRegistry, at now: Duration, bootTime: Duration? = nil) {
         self.configuration = configuration
+        self.registry = registry
         policy = HotplugPolicy(includeHubs: configuration.includeHubs, supportedProtocols: configuration.supportedProtocols)
         schedule = ReconcileSchedule(now: now, interval: configuration.reconcileInterval, debounce: configuration.debounce)
         lastTick = bootTime.map { (now, $0) }
@@ -99,7 +105,8 @@ public struct AccessoryTracker: Sendable {
 
     /// What the OS said of a shown accessory.
     public func device(_ id: ConnectionID) -> USBDeviceInfo? {
-        id.isHidden || registry[id] == nil ? nil : devices[id]
+        guard !id.isHidden, let entry = registry[id] else { return nil }
+        return devices[id] ?? USBDeviceInfo(descriptor: entry.descriptor)
     }
 
     /// The entry with this ID, shown or hidden.
@@ -153,21 +160,27 @@ public struct AccessoryTracker: Sendable {
     /// with no look at its port, a snapshot as the authoritative truth, and a sleep, wake or
     /// overflow as a reason to distrust the registry until the next look.
     public mutating func apply(_ event: HotplugEvent, at now: Duration) -> TrackerEffects {
-        switch event {
+        var effects = TrackerEffects()
+        apply(event, at: now, into: &effects)
+        return effects
+    }
+
+    /// ``apply(_:at:)``, appending its effects to `effects` (a replay of millions of records
+    /// reuses one).
+    package mutating func apply(_ event: consuming HotplugEvent, at now: Duration, into effects: inout TrackerEffects) {
+        switch consume event {
         case .added(let d):
-            return arrived(USBDeviceInfo(descriptor: d), portNow: nil, at: now)
+            arrived(USBDeviceInfo(descriptor: d), portNow: nil, at: now, into: &effects)
         case .removed(let r):
-            return left(r, at: now)
+            left(r, at: now, into: &effects)
         case .snapshot(let truth):
-            return snapshot(truth.map { USBDeviceInfo(descriptor: $0) }, at: now)
-        case .sleep, .wake, .overflow:
-            var effects = TrackerEffects()
+            effects.append(snapshot(truth.map { USBDeviceInfo(descriptor: $0) }, at: now))
+        case let event:
             effects.recorded.append(event)
             registry.now = recordedTime ?? now
-            let update = registry.apply(event)
-            deliver(update.events, devices: [:], into: &effects)
-            if update.suspicion != nil { schedule.receive(.suspicion, at: now) }
-            return effects
+            var events: [AccessoryEvent] = []
+            if registry.apply(event, into: &events) != nil { schedule.receive(.suspicion, at: now) }
+            deliver(events, devices: [:], into: &effects)
         }
     }
 
@@ -193,16 +206,24 @@ public struct AccessoryTracker: Sendable {
 
     // MARK: Delivery
 
-    /// Keeps ``devices`` in step with `events` and appends the shown ones to `effects`.
+    /// Keeps ``devices`` in step with `events` and appends the shown ones to `effects`. A
+    /// device that says no more than its descriptor is not kept (``device(_:)`` makes it).
     mutating func deliver(_ events: [AccessoryEvent], devices infos: [AccessoryDescriptor: USBDeviceInfo], into effects: inout TrackerEffects) {
+        deliver(events, device: { infos.isEmpty ? nil : infos[$0] }, into: &effects)
+    }
+
+    /// ``deliver(_:devices:into:)`` with the devices' lookup as a function.
+    mutating func deliver(
+        _ events: [AccessoryEvent], device info: (AccessoryDescriptor) -> USBDeviceInfo?, into effects: inout TrackerEffects
+    ) {
         for event in events {
             switch event {
             case .connected(let accessory):
-                devices[accessory.connectionID] = infos[accessory.descriptor] ?? USBDeviceInfo(descriptor: accessory.descriptor)
+                if let known = info(accessory.descriptor), !known.isBareDescriptor { devices[accessory.connectionID] = known }
                 if accessory.connectionID.isHidden { continue }
             case .disconnected(let accessory, _):
                 policy.forget(accessory.connectionID)
-                devices[accessory.connectionID] = nil
+                if !devices.isEmpty { devices[accessory.connectionID] = nil }
                 if accessory.connectionID.isHidden { continue }
             }
             effects.events.append(event)

@@ -64,6 +64,13 @@ package struct ReconcileSchedule: Sendable {
         }
     }
 
+    /// A hotplug event named `port`: ``receive(_:at:)`` with `.hotplug(ports: [port])`, with
+    /// no array.
+    package mutating func touched(_ port: String, at now: Duration) {
+        touchedPorts.insert(port)
+        request(.debounced, at: now + debounce, now: now)
+    }
+
     /// The next action due by `now`, in time order (a reconcile due no later than the tick
     /// first), or `nil` when nothing is. Call it until it says `nil`.
     package mutating func due(at now: Duration) -> Action? {

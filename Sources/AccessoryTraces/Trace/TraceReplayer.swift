@@ -1,7 +1,8 @@
 import AccessoryCore
-/// Replays a trace through a `ConnectionRegistry`, as TRACE-FORMAT.md's replay semantics
-/// say: records are applied in file order, every snapshot is reconciled, and once the trace
-/// ends the registry is reconciled against the last snapshot if events came after it.
+/// Replays a trace through an `AccessoryTracker`, the manager's own decisions, as
+/// TRACE-FORMAT.md's replay semantics say: records are applied in file order at their time
+/// `t`, every snapshot is reconciled as authoritative, and once the trace ends the registry
+/// is reconciled against the last snapshot if events came after it.
 ///
 /// It streams: only the registry and the last snapshot are kept, so memory does not grow
 /// with the length of the trace.
@@ -13,8 +14,14 @@ import AccessoryCore
 /// print(replayer.registry.accessories)
 /// ```
 public struct TraceReplayer: Sendable {
+    /// The tracker the trace's records are the inputs of.
+    package private(set) var tracker: AccessoryTracker
     /// The registry the trace is replayed into.
-    public private(set) var registry: ConnectionRegistry
+    public var registry: ConnectionRegistry { tracker.registry }
+    /// The time of the last record that had one.
+    private var time: Duration = .zero
+    /// The effects of the record being applied, kept between records for their capacity.
+    private var effects = TrackerEffects()
     /// The devices of the last snapshot applied, if there was one.
     package private(set) var lastSnapshot: [AccessoryDescriptor]?
     /// How many records have been applied.
@@ -24,13 +31,13 @@ public struct TraceReplayer: Sendable {
 
     /// A replayer that starts from `registry` (empty by default).
     public init(registry: ConnectionRegistry = ConnectionRegistry()) {
-        self.registry = registry
+        tracker = AccessoryTracker(registry: registry, at: .zero)
     }
 
     /// Applies one record and returns the notifications it caused, in delivery order.
-    /// The record's `t` is the registry's `ConnectionRegistry.now`, for re-enumeration links.
+    /// The record's `t` is the time of the tracker's input, for re-enumeration links.
     public mutating func apply(_ record: TraceRecord) -> [AccessoryEvent] {
-        if let time = record.time { registry.now = time }
+        if let time = record.time { self.time = time }
         return apply(record.event)
     }
 
@@ -44,7 +51,7 @@ public struct TraceReplayer: Sendable {
     /// Applies one record, appending the notifications it caused to `events` in delivery
     /// order: a replay of millions of records reuses one array.
     package mutating func apply(_ record: consuming TraceRecord, into events: inout [AccessoryEvent]) {
-        if let time = record.time { registry.now = time }
+        if let time = record.time { self.time = time }
         apply(record.event, into: &events)
     }
 
@@ -58,7 +65,11 @@ public struct TraceReplayer: Sendable {
         } else if lastSnapshot != nil {
             changedSinceSnapshot = true
         }
-        _ = registry.apply(event, into: &events)
+        tracker.apply(event, at: time, into: &effects)
+        events.append(contentsOf: effects.events)
+        effects.events.removeAll(keepingCapacity: true)
+        effects.recorded.removeAll(keepingCapacity: true)
+        if !effects.notes.isEmpty { effects.notes.removeAll(keepingCapacity: true) }
     }
 
     /// Ends the trace: if events came after the last snapshot, reconciles the registry
@@ -66,7 +77,7 @@ public struct TraceReplayer: Sendable {
     public mutating func finish() -> [AccessoryEvent] {
         guard changedSinceSnapshot, let truth = lastSnapshot else { return [] }
         changedSinceSnapshot = false
-        return Reconciler().reconcile(&registry, against: truth).events
+        return tracker.snapshot(truth.map { USBDeviceInfo(descriptor: $0) }, at: time).events
     }
 
     /// Applies every remaining record of `reader`, then ``finish()``es, handing each
