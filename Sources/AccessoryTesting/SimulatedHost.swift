@@ -31,10 +31,6 @@ final class SimulatedHost: USBHost {
         if let id = subscription.withLock({ s in defer { s = nil }; return s }) { system.unsubscribe(id) }
     }
 
-    func didHandle(_ notice: HotplugNotice) {
-        if let id = subscription.withLock({ $0 }) { system.handled(by: id) }
-    }
-
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
         guard let device = system.device(bus: bus, address: address), device.info.descriptor.vendor == vendor,
             device.info.descriptor.product == product, system.hasNode(instance: device.instance)

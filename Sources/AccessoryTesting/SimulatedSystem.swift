@@ -401,12 +401,13 @@ final class SimulatedSystem: Sendable {
 
     /// A new subscriber's notices.
     func subscribe() -> (id: UInt64, notices: HotplugNoticeQueue) {
-        let notices = HotplugNoticeQueue()
         let id = state.withLock { s in
             defer { s.nextID += 1 }
-            s.subscribers[s.nextID] = Subscriber(notices: notices, pending: 0)
             return s.nextID
         }
+        // The manager comes back for more once it has handled a batch.
+        let notices = HotplugNoticeQueue { [weak self] count in self?.handled(by: id, count: count) }
+        state.withLock { s in s.subscribers[id] = Subscriber(notices: notices, pending: 0) }
         return (id, notices)
     }
 
@@ -427,10 +428,10 @@ final class SimulatedSystem: Sendable {
         }
     }
 
-    func handled(by id: UInt64) {
+    func handled(by id: UInt64, count: Int) {
         let waiters = state.withLock { s in
             s.activity &+= 1
-            if let p = s.subscribers[id]?.pending, p > 0 { s.subscribers[id]!.pending = p - 1 }
+            if let p = s.subscribers[id]?.pending, p > 0 { s.subscribers[id]!.pending = max(p - count, 0) }
             return Self.takeWaitersIfIdle(&s)
         }
         for w in waiters { w.resume() }

@@ -28,7 +28,6 @@ final class CapturingHost: USBHost {
     func device(named port: String) -> USBDeviceInfo? { inner.device(named: port) }
     func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? { try inner.startMonitoring() }
     func stopMonitoring() { inner.stopMonitoring() }
-    func didHandle(_ notice: HotplugNotice) { inner.didHandle(notice) }
     func uptime() -> SystemUptime { inner.uptime() }
     func schedule(at deadline: Duration, _ work: @escaping @Sendable () async -> Void) -> HostTimer {
         inner.schedule(at: deadline, work)

@@ -11,14 +11,23 @@ package final class HotplugNoticeQueue: Sendable {
         /// The consumer, waiting while nothing is queued.
         var waiter: CheckedContinuation<[HotplugNotice], Never>?
         var isFinished = false
+        /// How many notices the consumer took with its last batch.
+        var handedOut = 0
     }
 
     /// A pthread mutex (``Locked``), not `Mutex`: the manager's suites run under
     /// ThreadSanitizer, which cannot see `Mutex`'s hand-over in the kernel and reported a
     /// race here that the lock does prevent.
     private let state = Locked(State())
+    private let onHandled: (@Sendable (_ count: Int) -> Void)?
 
-    package init() {}
+    /// A queue.
+    /// - Parameter onHandled: told how many notices the consumer has handled, each time it
+    ///   comes back for more (its last batch is then done) — what a simulated host waits for,
+    ///   so that a test sees a plug's effect once the plug returns.
+    package init(onHandled: (@Sendable (_ count: Int) -> Void)? = nil) {
+        self.onHandled = onHandled
+    }
 
     /// Queues a notice, or hands it straight to a waiting consumer; never waits. Does
     /// nothing once the queue is finished.
@@ -28,6 +37,7 @@ package final class HotplugNoticeQueue: Sendable {
             // A consumer waits only while nothing is queued, so this notice is all there is.
             if let w = s.waiter {
                 s.waiter = nil
+                s.handedOut = 1
                 return w
             }
             s.queued.append(notice)
@@ -50,6 +60,7 @@ package final class HotplugNoticeQueue: Sendable {
         let handOff = state.withLock { s -> (CheckedContinuation<[HotplugNotice], Never>, [HotplugNotice])? in
             guard let w = s.waiter, !s.queued.isEmpty else { return nil }
             s.waiter = nil
+            s.handedOut = s.queued.count
             defer { s.queued = [] }
             return (w, s.queued)
         }
@@ -73,10 +84,18 @@ package final class HotplugNoticeQueue: Sendable {
     /// - Returns: an empty batch once the queue is finished and drained, or when the
     ///   calling task is cancelled.
     package func next() async -> [HotplugNotice] {
-        await withTaskCancellationHandler {
+        if let onHandled {
+            let done = state.withLock { s in
+                defer { s.handedOut = 0 }
+                return s.handedOut
+            }
+            if done > 0 { onHandled(done) }
+        }
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<[HotplugNotice], Never>) in
                 let ready = state.withLock { s -> [HotplugNotice]? in
                     if !s.queued.isEmpty {
+                        s.handedOut = s.queued.count
                         defer { s.queued = [] }
                         return s.queued
                     }

@@ -41,7 +41,6 @@ struct SystemUSBHost: USBHost {
         return try backend.open(bus: bus, address: address, vendor: vendor, product: product)
     }
 
-    func didHandle(_ notice: HotplugNotice) {}
 
     func schedule(at deadline: Duration, _ work: @escaping @Sendable () async -> Void) -> HostTimer {
         let delay = deadline - uptime().monotonic

@@ -24,10 +24,6 @@ package protocol USBHost: Sendable {
     /// Opens a device by bus and address, checking its IDs.
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection
 
-    /// Told once the manager has handled a notice of this host's, in order. A simulated host
-    /// waits for it, so that a test sees the effect of a plug once the plug returns.
-    func didHandle(_ notice: HotplugNotice)
-
     /// The two clocks that reveal a system sleep, read now.
     func uptime() -> SystemUptime
 

@@ -95,7 +95,6 @@ public actor AccessoryManager {
                     let batch = await notices.next()
                     guard !batch.isEmpty, let self else { return }
                     await self.handle(batch)
-                    for notice in batch { self.host.didHandle(notice) }
                 }
             }
         }

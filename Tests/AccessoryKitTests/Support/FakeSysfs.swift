@@ -119,7 +119,7 @@ final class FakeHost: USBHost {
     }
 
     func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? {
-        let notices = HotplugNoticeQueue()
+        let notices = HotplugNoticeQueue { [weak self] count in self?.handled(count) }
         state.withLock { $0.notices = notices }
         return notices
     }
@@ -133,9 +133,10 @@ final class FakeHost: USBHost {
         for w in waiters { w.resume() }
     }
 
-    func didHandle(_ notice: HotplugNotice) {
+    /// The manager came back for more notices: it has handled `count`.
+    private func handled(_ count: Int) {
         let waiters: [CheckedContinuation<Void, Never>] = state.withLock { s in
-            s.pending = max(s.pending - 1, 0)
+            s.pending = max(s.pending - count, 0)
             guard s.pending == 0 else { return [] }
             defer { s.waiters.removeAll() }
             return s.waiters
