@@ -8,7 +8,7 @@ import FuzzSupport
 public func fuzzTraceReader(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     guard var reader = try? TraceReader(bytes: bytes, name: "fuzz") else { return 0 }
-    var replayer = TraceReplayer()
+    var replayer = TracePlayback()
     while true {
         guard let record = try? reader.next() else { break }
         _ = replayer.apply(record)

@@ -8,7 +8,7 @@ import FuzzSupport
 public func fuzzUdevadmImporter(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     guard let imported = try? UdevadmImporter().importLog(bytes: bytes, name: "fuzz") else { return 0 }
-    var replayer = TraceReplayer()
+    var replayer = TracePlayback()
     for record in imported.records { _ = replayer.apply(record) }
     return 0
 }

@@ -50,7 +50,7 @@ struct ReplayCommand: ParsableCommand {
         }
         let out = OutputStream(fd: 1, lineBuffered: false)
         let style = TerminalStyle(fd: 1)
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         var buffer = ReplayOutput()
         let json = self.json  // read once: a property wrapper's getter is not free per event
         if !json { out.writeLine(style.bold(EventText.header)) }

@@ -77,7 +77,7 @@ struct InvariantPropertyTests {
             reorder: Double.random(in: 0...0.3, using: &rng), delay: Double.random(in: 0...0.2, using: &rng),
             wrapAddresses: rng.next() % 4 == 0)
         let records = FaultInjector.inject(faults, seed: seed ^ 0x5eed, into: TraceGenerator(config))
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         var checker = InvariantChecker()
         var last: [AccessoryDescriptor]?
         for (i, record) in records.enumerated() {
@@ -106,7 +106,7 @@ struct InvariantPropertyTests {
     func linksAreChecked() {
         var total = 0
         for seed in UInt64(1)...200 {
-            var replayer = TraceReplayer()
+            var replayer = TracePlayback()
             var checker = InvariantChecker()
             let records = TraceGenerator(.init(seed: seed, events: 80, devices: 3, buses: 1, snapshotInterval: 20))
             for record in records { for event in replayer.apply(record) { checker.observe(event) } }

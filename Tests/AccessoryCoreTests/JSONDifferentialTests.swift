@@ -19,7 +19,7 @@ struct JSONDifferentialTests {
         for log in logs where log.contains("udevadm-monitor") {
             lines += try UdevadmImporter().importLog(path: log).records.map(\.jsonLine)
         }
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         var output = ReplayOutput()
         for record in TraceGenerator(.init(seed: 7, events: 400, devices: 5, buses: 2, snapshotInterval: 50)) {
             lines.append(record.jsonLine)

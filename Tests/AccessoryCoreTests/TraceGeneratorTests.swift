@@ -73,7 +73,7 @@ struct TraceGeneratorTests {
         var noSilentLoss = config
         noSilentLoss.sleepProbability = 0
         noSilentLoss.overflowProbability = 0
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         for r in TraceGenerator(noSilentLoss) {
             let events = replayer.apply(r)
             if case .snapshot = r.event, r.line > 1 {

@@ -8,7 +8,7 @@ import AccessoryTestSupport
 struct TraceReplayTests {
     /// Replays `records` and returns the JSON Lines output, final line included.
     private func replayOutput(_ records: [TraceRecord]) -> String {
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         var output = ReplayOutput()
         replayer.replay(records) { output.append($0) }
         output.appendFinal(replayer.registry.accessories)
@@ -66,7 +66,7 @@ struct TraceReplayTests {
         #expect(TraceRecord(t: 1e300, event: .sleep).time == .seconds(4_000_000_000))
         #expect(TraceRecord(t: 2.5, event: .sleep).time == .milliseconds(2500))
         #expect(TraceRecord(t: -1, event: .sleep).time == nil)
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         let d = AccessoryDescriptor(bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 1, serial: "SN1")
         _ = replayer.apply(TraceRecord(t: 1, event: .added(d)))
         let events = replayer.apply(TraceRecord(t: 2.8e66, event: .removed(DeviceRemoval(bus: 1, address: 5, port: "1-1"))))
@@ -111,7 +111,7 @@ struct TraceReplayTests {
     func finalReconcile() {
         let a = TraceTestSupport.descriptor(5, port: "1-1", serial: "A")
         let b = TraceTestSupport.descriptor(6, port: "1-2", serial: "B")
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         #expect(replayer.apply(TraceRecord(t: 0, event: .snapshot([a]))).count == 1)
         #expect(replayer.apply(TraceRecord(t: 1, event: .added(b))).count == 1)
         #expect(replayer.apply(TraceRecord(t: 2, event: .removed(DeviceRemoval(bus: 1, address: 5, port: "1-1")))).count == 1)
@@ -125,7 +125,7 @@ struct TraceReplayTests {
         #expect(replayer.finish().isEmpty, "finishing twice does nothing more")
 
         // Without a snapshot, the registry is left as the events made it.
-        var bare = TraceReplayer()
+        var bare = TracePlayback()
         _ = bare.apply(.added(b))
         #expect(bare.finish().isEmpty && bare.registry.count == 1)
     }
@@ -139,7 +139,7 @@ struct TraceReplayTests {
         let faults = FaultInjector.Configuration(
             drop: 0.1, duplicate: 0.1, reorder: 0.1, delay: 0.1, wrapAddresses: seed.isMultiple(of: 3))
         let records = FaultInjector.inject(faults, seed: seed, into: TraceGenerator(config))
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         var live: [ConnectionID: Accessory] = [:]
         var lastID: UInt64 = 0
         var seen: Set<ConnectionID> = []
@@ -182,7 +182,7 @@ struct TraceReplayTests {
         var reader = try TraceReader(path: tracePath)
         let outFD = open(outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         var sink = FileDescriptorSink(fileDescriptor: outFD)
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         var output = ReplayOutput()
         try replayer.replay(&reader) { event in
             output.append(event)

@@ -11,9 +11,9 @@ import Testing
 @Suite("TraceReplay equals the replay")
 struct TraceReplayTests {
     /// The notification lines of `accessoryctl replay --json` for these records: the
-    /// command's own code path (TraceReplayer and ReplayOutput), without the final line.
+    /// command's own code path (TracePlayback and ReplayOutput), without the final line.
     static func replayLines(_ records: [TraceRecord]) -> [String] {
-        var replayer = TraceReplayer()
+        var replayer = TracePlayback()
         var output = ReplayOutput()
         replayer.replay(records) { output.append($0) }
         return lines(output)

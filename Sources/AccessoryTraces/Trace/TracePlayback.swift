@@ -1,19 +1,21 @@
 import AccessoryCore
-/// Replays a trace through an `AccessoryTracker`, the manager's own decisions, as
-/// TRACE-FORMAT.md's replay semantics say: records are applied in file order at their time
-/// `t`, every snapshot is reconciled as authoritative, and once the trace ends the registry
+/// Plays a trace back through an `AccessoryTracker`, with no I/O and no clock (what
+/// `accessoryctl replay` prints; AccessoryTesting's `TraceReplay` plays one through a whole
+/// manager on simulated USB instead). The records are the tracker's inputs, so the
+/// decisions are the manager's own, applied as TRACE-FORMAT.md's replay semantics say: in
+/// file order, each at its time `t`, every snapshot is reconciled as authoritative, and once the trace ends the registry
 /// is reconciled against the last snapshot if events came after it.
 ///
 /// It streams: only the registry and the last snapshot are kept, so memory does not grow
 /// with the length of the trace.
 ///
 /// ```swift
-/// var replayer = TraceReplayer()
+/// var playback = TracePlayback()
 /// var reader = try TraceReader(path: "overnight.jsonl")
-/// try replayer.replay(&reader) { print($0) }
-/// print(replayer.registry.accessories)
+/// try playback.replay(&reader) { print($0) }
+/// print(playback.registry.accessories)
 /// ```
-public struct TraceReplayer: Sendable {
+public struct TracePlayback: Sendable {
     /// The tracker the trace's records are the inputs of.
     package private(set) var tracker: AccessoryTracker
     /// The registry the trace is replayed into.
@@ -29,7 +31,7 @@ public struct TraceReplayer: Sendable {
     /// Whether events came after the last snapshot (so ``finish()`` has work to do).
     private var changedSinceSnapshot = false
 
-    /// A replayer that starts from `registry` (empty by default).
+    /// A playback that starts from `registry` (empty by default).
     public init(registry: ConnectionRegistry = ConnectionRegistry()) {
         tracker = AccessoryTracker(registry: registry, at: .zero)
     }
@@ -104,3 +106,7 @@ public struct TraceReplayer: Sendable {
         for event in finish() { try notify(event) }
     }
 }
+
+/// The former name of ``TracePlayback``, too like AccessoryTesting's `TraceReplay`.
+@available(*, deprecated, renamed: "TracePlayback")
+public typealias TraceReplayer = TracePlayback
