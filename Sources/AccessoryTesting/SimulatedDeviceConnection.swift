@@ -40,9 +40,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     var isGone: Bool { endpoints.isGone }
 
     private func goneError(_ operation: String) -> AccessoryError {
-        AccessoryError(
-            .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
-            "the device is gone (\(node)): NO_DEVICE", operation: operation)
+        .noDevice(operation: operation, device: node)
     }
 
     private func checkPresent(_ operation: String) throws(AccessoryError) {

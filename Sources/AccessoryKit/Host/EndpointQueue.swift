@@ -45,7 +45,10 @@ package protocol EndpointQueue: AnyObject, Sendable {
 /// How one transfer ended.
 package struct TransferCompletion: Sendable, Hashable {
     package var status: TransferStatus
-    /// IN: the bytes received. OUT: empty.
+    /// IN: the bytes received, whatever the status: a cancelled, timed-out or failed transfer
+    /// may have received some. A stream keeps them (its bytes have no gap); a failed
+    /// one-transfer call drops them and says how many in ``AccessoryError/bytesTransferred``.
+    /// OUT: empty.
     package var data: [UInt8]
     /// The bytes moved: sent (OUT) or received (IN), also when the transfer failed.
     package var length: Int
@@ -71,25 +74,35 @@ package enum TransferStatus: Hashable, Sendable {
     /// divergence); hardware never reports it.
     indirect case failed(AccessoryError)
 
-    /// The error this status means for `operation` (such as `bulk IN 0x81`) on `device`, or
-    /// `nil` for `.completed`. A vanished device is reported as a ghost found by the
-    /// operation; the session turns that into its own disconnect message. The message does
-    /// not repeat the operation: ``AccessoryError/description`` adds it.
-    package func error(operation: String, device: String, timeout: Duration? = nil) -> AccessoryError? {
+    /// The error this status means, or `nil` for `.completed`: the one table from a
+    /// transfer's status to an error, for streams, one-transfer calls and control transfers.
+    /// A vanished device is reported as a ghost found by the operation; the session turns
+    /// that into the manager's verdict. The message does not repeat the operation:
+    /// ``AccessoryError/description`` adds it.
+    /// - Parameters:
+    ///   - operation: such as `bulk IN 0x81`.
+    ///   - device: such as `bus 1 address 5`.
+    ///   - endpoint: the endpoint, when the transfer was on one (not a control transfer).
+    ///   - timeout: the transfer's limit, for a timeout's message.
+    ///   - session: such as `session 'x'`, when a session made the transfer.
+    package func error(
+        operation: String, device: String, endpoint: UInt8? = nil, timeout: Duration? = nil, session: String? = nil
+    ) -> AccessoryError? {
         switch self {
         case .completed:
             return nil
         case .cancelled:
-            return AccessoryError(.cancelled, "the transfer was cancelled", operation: operation)
+            return AccessoryError(.cancelled, "\(operation) on \(session ?? device) was cancelled", operation: operation)
         case .timedOut:
             let limit = timeout.map { " within \($0)" } ?? ""
-            return AccessoryError(.timeout, "\(device) accepted nothing\(limit)", operation: operation)
+            let what = endpoint.map { $0 & 0x80 != 0 ? "no data came from \(device)" : "\(device) did not take the data" }
+                ?? "\(device) did not answer"
+            return AccessoryError(.timeout, "\(session.map { "\($0): " } ?? "")\(what)\(limit)", operation: operation)
         case .stall:
-            return AccessoryError(.stall, "the endpoint on \(device) stalled; call clearStall() to go on", operation: operation)
+            let clear = endpoint.map { "clearHalt(\(hexByte($0)))" } ?? "clearHalt"
+            return AccessoryError(.stall, "the endpoint on \(device) stalled; call \(clear) to go on", operation: operation)
         case .noDevice:
-            return AccessoryError(
-                .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
-                "the device is gone (\(device)): NO_DEVICE", operation: operation)
+            return .noDevice(operation: operation, device: device)
         case .overflow:
             return AccessoryError(.overflow, "\(device) sent more data than asked for", operation: operation)
         case .error:
@@ -97,6 +110,17 @@ package enum TransferStatus: Hashable, Sendable {
         case .failed(let error):
             return error
         }
+    }
+}
+
+extension AccessoryError {
+    /// NO_DEVICE: `operation` found the device gone, which the manager is yet to confirm.
+    /// Every backend's NO_DEVICE, transfer or call, is this error.
+    /// - Parameter seen: what said so, such as `LIBUSB_ERROR_NO_DEVICE`.
+    package static func noDevice(operation: String, device: String, seen: String = "NO_DEVICE", rawValue: Int32? = nil) -> AccessoryError {
+        AccessoryError(
+            .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
+            "the device is gone (\(device)): \(seen)", operation: operation, rawValue: rawValue)
     }
 }
 

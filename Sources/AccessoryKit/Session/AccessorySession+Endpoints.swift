@@ -77,24 +77,22 @@ extension AccessorySession {
     /// Clears a halt (stall) on `endpoint`, any endpoint of ``endpoints``. On an endpoint the
     /// streams use, the streams pause meanwhile, as ``clearStall()`` does.
     ///
+    /// While it runs, a new call on `endpoint` is `.busy`. The clear (an ioctl that waits
+    /// for the device) runs off the cooperative pool.
+    ///
     /// - Throws: ``AccessoryError``: `.notFound` naming the endpoint; `.busy` while calls are
-    ///   in flight on it (a halted endpoint ends them with `.stall`);
+    ///   in flight on it (a halted endpoint ends them with `.stall`) or another clear is;
     ///   `.accessoryDisconnected(reason)`; `.sessionClosed`.
     public func clearHalt(_ endpoint: UInt8) async throws(AccessoryError) {
         let operation = "clear halt"
-        let target = try callEndpoint(endpoint, isIn: nil, operation)
-        if pipe.calls.hasCalls(on: endpoint) {
-            throw AccessoryError(.busy, "calls are in flight on \(target) of \(self); clear the halt once they have ended", operation: operation)
-        }
+        _ = try callEndpoint(endpoint, isIn: nil, operation)
+        // New calls on the endpoint are .busy until the halt is cleared.
+        if let refusal = pipe.calls.beginClearingHalt(endpoint) { throw refusal }
+        defer { pipe.calls.endClearingHalt(endpoint) }
         let streams = endpoint == inEndpoint || endpoint == outEndpoint
         if streams { try await pipe.beginClearingStall().get() }
         defer { if streams { pipe.endClearingStall() } }
-        let device = try openDevice(operation)
-        do {
-            try device.clearHalt(endpoint: endpoint)
-        } catch {
-            throw await deviceFailed(error, operation: operation)
-        }
+        try await onDevice(operation) { device throws(AccessoryError) in try device.clearHalt(endpoint: endpoint) }
     }
 
     /// Selects an alternate setting of the claimed interface (USB SET_INTERFACE); ``endpoints``
@@ -118,12 +116,8 @@ extension AccessorySession {
         defer { calls.endSwitching(to: selected) }
         try await pipe.beginClearingStall().get()
         defer { pipe.endClearingStall() }
-        let device = try openDevice(operation)
-        do {
-            try device.setAlternateSetting(setting, interface: interfaceNumber)
-        } catch {
-            throw await deviceFailed(error, operation: operation)
-        }
+        let number = interfaceNumber
+        try await onDevice(operation) { device throws(AccessoryError) in try device.setAlternateSetting(setting, interface: number) }
         selected = setting
     }
 

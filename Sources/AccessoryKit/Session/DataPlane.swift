@@ -92,6 +92,8 @@ final class DataPlane: Sendable {
         /// Whether a thread is performing ``work``.
         var performing = false
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Waiting in ``deviceGone(_:)`` for the verdict.
+        var verdictWaiters: [CheckedContinuation<AccessoryError, Never>] = []
         var failure: AccessoryError?
         var closed = false
         var reportedGone = false
@@ -107,6 +109,7 @@ final class DataPlane: Sendable {
         var reads: [(ReadContinuation, ReadResult)] = []
         var writes: [(WriteContinuation, WriteResult)] = []
         var drains: [CheckedContinuation<Void, Never>] = []
+        var verdicts: [(CheckedContinuation<AccessoryError, Never>, AccessoryError)] = []
         var perform = false
         var gone: DeviceGoneSign?
     }
@@ -175,6 +178,11 @@ final class DataPlane: Sendable {
     ///   in time (either way after the IN transfers have been stopped; their data stays
     ///   buffered), `.busy` when another task is already reading.
     func read(exactly: Int? = nil, timeout: Duration?) async -> ReadResult {
+        if calls.hasCalls(on: inQueue.endpoint) {
+            return .failure(AccessoryError(
+                .busy, "transferIn calls are in flight on \(inQueue.operation) of \(configuration.sessionDescription); read once they have ended",
+                operation: "read"))
+        }
         let (id, immediate) = event { s, fx -> (UInt64, ReadResult?) in
             let id = s.newID()
             var actions = s.input.read(id, exactly: exactly)
@@ -235,7 +243,10 @@ final class DataPlane: Sendable {
 
     private func inputCompleted(_ c: TransferCompletion) {
         event { s, fx in
-            absorb(s.input.completed(c.status, data: c.data, operation: inQueue.operation, device: inQueue.device), &s, &fx)
+            absorb(
+                s.input.completed(
+                    c.status, data: c.data, operation: inQueue.operation, device: inQueue.device, endpoint: inQueue.endpoint),
+                &s, &fx)
         }
     }
 
@@ -248,7 +259,12 @@ final class DataPlane: Sendable {
     ///   call had to wait and ran out of time or was cancelled (the output is then stopped,
     ///   with `bytesTransferred`).
     func write(_ bytes: ArraySlice<UInt8>, timeout: Duration?) async -> WriteResult {
-        await wait(timeout: timeout, operation: "write") { id, s in s.output.write(id, bytes) }
+        if calls.hasCalls(on: outQueue.endpoint) {
+            return .failure(AccessoryError(
+                .busy, "transferOut calls are in flight on \(outQueue.operation) of \(configuration.sessionDescription); write once they have ended",
+                operation: "write"))
+        }
+        return await wait(timeout: timeout, operation: "write") { id, s in s.output.write(id, bytes) }
     }
 
     /// Waits until everything queued has been sent, or throws what stopped it.
@@ -298,7 +314,10 @@ final class DataPlane: Sendable {
 
     private func outputCompleted(_ c: TransferCompletion) {
         event { s, fx in
-            absorb(s.output.completed(c.status, length: c.length, operation: outQueue.operation, device: outQueue.device), &s, &fx)
+            absorb(
+                s.output.completed(
+                    c.status, length: c.length, operation: outQueue.operation, device: outQueue.device, endpoint: outQueue.endpoint),
+                &s, &fx)
         }
     }
 
@@ -338,6 +357,8 @@ final class DataPlane: Sendable {
             s.failure = error
             absorb(s.input.fail(error), &s, &fx)
             absorb(s.output.finish(error), &s, &fx)
+            fx.verdicts += s.verdictWaiters.map { ($0, error) }
+            s.verdictWaiters.removeAll()
         }
         calls.fail(error)
     }
@@ -348,6 +369,22 @@ final class DataPlane: Sendable {
         event { s, fx in gone(sign, &s, &fx) }
     }
 
+    /// A call on the device (clear halt, SET_INTERFACE) found it (maybe) gone: the owner is
+    /// told, as for a transfer, and this returns the verdict it ends the data plane with
+    /// (``fail(_:)``), or `.sessionClosed` when the data plane closes first.
+    func deviceGone(_ sign: DeviceGoneSign) async -> AccessoryError {
+        await withCheckedContinuation { (c: CheckedContinuation<AccessoryError, Never>) in
+            event { s, fx in
+                if let ended = s.failure ?? (s.closed ? closedError(sign.operation) : nil) {
+                    fx.verdicts.append((c, ended))
+                    return
+                }
+                s.verdictWaiters.append(c)
+                gone(sign, &s, &fx)
+            }
+        }
+    }
+
     /// Closes: a waiting read returns `nil`, waiting writes and flushes throw
     /// `.sessionClosed`, queued output is dropped, every transfer in flight is cancelled,
     /// and this returns once all of them have completed. Idempotent.
@@ -355,6 +392,8 @@ final class DataPlane: Sendable {
         event { s, fx in
             guard !s.closed else { return }
             s.closed = true
+            fx.verdicts += s.verdictWaiters.map { ($0, s.failure ?? closedError("close")) }
+            s.verdictWaiters.removeAll()
             absorb(s.input.close(), &s, &fx)
             absorb(s.output.finish(closedError("write"), replacing: true), &s, &fx)
         }
@@ -386,14 +425,11 @@ final class DataPlane: Sendable {
     /// Runs `body` under the lock, then does what it recorded.
     @discardableResult
     private func event<R>(_ body: (inout State, inout Effects) -> R) -> R {
-        var fx = Effects()
-        let result = state.withLock { s in
+        state.withLock(Effects(), { s, fx in
             let r = body(&s, &fx)
             finalize(&s, &fx)
             return r
-        }
-        run(fx)
-        return result
+        }, then: run)
     }
 
     private func absorb(_ a: InputStateMachine.Actions, _ s: inout State, _ fx: inout Effects) {
@@ -435,6 +471,7 @@ final class DataPlane: Sendable {
         for (c, result) in fx.reads { c.resume(returning: result) }
         for (c, result) in fx.writes { c.resume(returning: result) }
         for c in fx.drains { c.resume() }
+        for (c, verdict) in fx.verdicts { c.resume(returning: verdict) }
         if fx.perform { perform() }
         if let sign = fx.gone { onNoDevice(sign, self) }
     }
