@@ -97,13 +97,6 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
 
     func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration? { configuration }
 
-    func makeEndpointQueue(
-        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
-    ) throws(AccessoryError) -> any EndpointQueue {
-        try checkPresent("open endpoint 0x\(String(endpoint, radix: 16))")
-        return SimulatedEndpointQueue(endpoints: endpoints, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, capacity: transfers)
-    }
-
     func makeEndpointTransfers(
         endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int
     ) throws(AccessoryError) -> any EndpointTransfers {

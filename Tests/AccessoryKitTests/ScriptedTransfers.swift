@@ -51,8 +51,8 @@ final class ScriptedTransfers: EndpointTransfers {
         state.withLock { $0.handler = handler }
     }
 
-    func submit(_ bytes: [UInt8], timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        submit(Submission(tag: tag, bytes: bytes, length: bytes.count))
+    func submit(_ bytes: ArraySlice<UInt8>, timeout: Duration?, tag: UInt64) -> AccessoryError? {
+        submit(Submission(tag: tag, bytes: Array(bytes), length: bytes.count))
     }
 
     func submit(length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {
@@ -128,12 +128,6 @@ final class ScriptedConnection: USBDeviceConnection {
     ) throws(AccessoryError) -> any EndpointTransfers {
         guard let t = transfers[endpoint] else { throw AccessoryError(.notFound, "no endpoint \(hexByte(endpoint))") }
         return t
-    }
-
-    func makeEndpointQueue(
-        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
-    ) throws(AccessoryError) -> any EndpointQueue {
-        throw AccessoryError(.notFound, "no streams here")
     }
 
     func controlTransfer(_ request: ControlRequest, _ data: ControlData, timeout: Duration) async throws(AccessoryError) -> [UInt8] {

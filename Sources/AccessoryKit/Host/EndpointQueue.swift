@@ -3,8 +3,9 @@ import AccessoryCore
 /// One endpoint's queue of transfers, in the manner of nusb's `Queue`: transfers are
 /// submitted, and their completions are reported one at a time, in submission order.
 ///
-/// A session's data plane drives one queue per direction. The libusb backend implements it
-/// with ``LibUSBTransferQueue``; a simulated device can implement it in memory.
+/// A session's data plane drives one queue per direction: a ``TransferQueue`` over the
+/// backend's transfer primitive (``EndpointTransfers``), or an ``AbsentEndpointQueue`` where
+/// the interface has no endpoint in that direction.
 ///
 /// Rules for an implementation:
 /// - Completions go to the handler given to ``setCompletionHandler(_:)``, exactly one per

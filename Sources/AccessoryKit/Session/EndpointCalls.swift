@@ -208,7 +208,7 @@ final class EndpointCalls: Sendable {
         while let work = event({ s, fx in nextSubmission(address, &s, &fx) }) {
             let (next, transfers) = work
             let error =
-                if let bytes = next.bytes { transfers.submit(bytes, timeout: next.timeout, tag: next.id) } else {
+                if let bytes = next.bytes { transfers.submit(bytes[...], timeout: next.timeout, tag: next.id) } else {
                     transfers.submit(length: next.length, timeout: next.timeout, tag: next.id)
                 }
             event { s, fx in submitted(next.id, error, transfers, &s, &fx) }

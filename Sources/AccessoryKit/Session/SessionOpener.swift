@@ -170,14 +170,16 @@ struct SessionOpener: Sendable {
         let (input, output) = (configuration.input, configuration.output)
         let inQueue: any EndpointQueue = AbsentEndpointQueue.isPlaceholder(inEndpoint.address)
             ? AbsentEndpointQueue(direction: .in, interface: place, device: description, capacity: input.transfersInFlight)
-            : try device.makeEndpointQueue(
-                endpoint: inEndpoint.address, type: inEndpoint.transferType, maxPacketSize: inEndpoint.packetSize,
-                transfers: input.transfersInFlight, transferSize: input.transferLength)
+            : try TransferQueue(
+                device.makeEndpointTransfers(
+                    endpoint: inEndpoint.address, type: inEndpoint.transferType, maxPacketSize: inEndpoint.packetSize),
+                maxPacketSize: inEndpoint.packetSize, capacity: input.transfersInFlight, transferSize: input.transferLength)
         let outQueue: any EndpointQueue = AbsentEndpointQueue.isPlaceholder(outEndpoint.address)
             ? AbsentEndpointQueue(direction: .out, interface: place, device: description, capacity: output.transfersInFlight)
-            : try device.makeEndpointQueue(
-                endpoint: outEndpoint.address, type: outEndpoint.transferType, maxPacketSize: outEndpoint.packetSize,
-                transfers: output.transfersInFlight, transferSize: output.transferSize)
+            : try TransferQueue(
+                device.makeEndpointTransfers(
+                    endpoint: outEndpoint.address, type: outEndpoint.transferType, maxPacketSize: outEndpoint.packetSize),
+                maxPacketSize: outEndpoint.packetSize, capacity: output.transfersInFlight, transferSize: output.transferSize)
         let clock = self.clock
         return DataPlane(
             input: inQueue, output: outQueue, configuration: configuration, sleep: { try await clock.sleep(for: $0) },
