@@ -40,12 +40,13 @@ extension AccessorySession {
         try ArgumentCheck.check(length, in: 0...ArgumentCheck.maxTransferInLength, "length", operation: operation, code: .io)
         let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
         let target = try callEndpoint(endpoint, isIn: true, operation)
-        if endpoint == inEndpoint, pipe.isReading {
-            throw AccessoryError(
+        let streams = endpoint == inEndpoint ? pipe : nil
+        return try await pipe.calls.transfer(target, bytes: nil, length: length, timeout: timeout) {
+            guard let streams, streams.isReading else { return nil }
+            return AccessoryError(
                 .busy, "\(self) reads \(target) for its input stream now; transferIn on it waits until the stream stops",
                 operation: operation)
-        }
-        return try await pipe.calls.transfer(target, bytes: nil, length: length, timeout: timeout).get()
+        }.get()
     }
 
     /// One OUT transfer of exactly `bytes` on `endpoint` (`[]` sends a zero-length packet).
@@ -67,11 +68,11 @@ extension AccessorySession {
         try ArgumentCheck.check(bytes.count, in: 0...ArgumentCheck.maxTransferOutLength, "byte count", operation: operation)
         let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
         let target = try callEndpoint(endpoint, isIn: false, operation)
-        if endpoint == outEndpoint, pipe.isWriting {
-            throw AccessoryError(
-                .busy, "\(self) has output queued on \(target); flush() before transferOut on it", operation: operation)
-        }
-        _ = try await pipe.calls.transfer(target, bytes: bytes, length: bytes.count, timeout: timeout).get()
+        let streams = endpoint == outEndpoint ? pipe : nil
+        _ = try await pipe.calls.transfer(target, bytes: bytes, length: bytes.count, timeout: timeout) {
+            guard let streams, streams.isWriting else { return nil }
+            return AccessoryError(.busy, "\(self) has output queued on \(target); flush() before transferOut on it", operation: operation)
+        }.get()
     }
 
     /// Clears a halt (stall) on `endpoint`, any endpoint of ``endpoints``. On an endpoint the

@@ -178,12 +178,8 @@ final class DataPlane: Sendable {
     ///   in time (either way after the IN transfers have been stopped; their data stays
     ///   buffered), `.busy` when another task is already reading.
     func read(exactly: Int? = nil, timeout: Duration?) async -> ReadResult {
-        if calls.hasCalls(on: inQueue.endpoint) {
-            return .failure(AccessoryError(
-                .busy, "transferIn calls are in flight on \(inQueue.operation) of \(configuration.sessionDescription); read once they have ended",
-                operation: "read"))
-        }
-        let (id, immediate) = event { s, fx -> (UInt64, ReadResult?) in
+        // Begun while no call uses the endpoint, or not at all.
+        let begun = calls.unlessCalls(on: inQueue.endpoint) { event { s, fx -> (UInt64, ReadResult?) in
             let id = s.newID()
             var actions = s.input.read(id, exactly: exactly)
             // Data at once (the common case): no continuation, no table entry.
@@ -194,6 +190,11 @@ final class DataPlane: Sendable {
             }
             absorb(actions, &s, &fx)
             return (id, mine)
+        } }
+        guard let (id, immediate) = begun else {
+            return .failure(AccessoryError(
+                .busy, "transferIn calls are in flight on \(inQueue.operation) of \(configuration.sessionDescription); read once they have ended",
+                operation: "read"))
         }
         if let immediate { return decorated(immediate) }
         let timer = timeout.map { limit in
@@ -259,12 +260,12 @@ final class DataPlane: Sendable {
     ///   call had to wait and ran out of time or was cancelled (the output is then stopped,
     ///   with `bytesTransferred`).
     func write(_ bytes: ArraySlice<UInt8>, timeout: Duration?) async -> WriteResult {
-        if calls.hasCalls(on: outQueue.endpoint) {
-            return .failure(AccessoryError(
-                .busy, "transferOut calls are in flight on \(outQueue.operation) of \(configuration.sessionDescription); write once they have ended",
-                operation: "write"))
+        let busy = AccessoryError(
+            .busy, "transferOut calls are in flight on \(outQueue.operation) of \(configuration.sessionDescription); write once they have ended",
+            operation: "write")
+        return await wait(timeout: timeout, operation: "write", unlessCallsOn: outQueue.endpoint, busy: busy) { id, s in
+            s.output.write(id, bytes)
         }
-        return await wait(timeout: timeout, operation: "write") { id, s in s.output.write(id, bytes) }
     }
 
     /// Waits until everything queued has been sent, or throws what stopped it.
@@ -272,17 +273,24 @@ final class DataPlane: Sendable {
         await wait(timeout: timeout, operation: "flush") { id, s in s.output.flush(id) }
     }
 
+    /// - Parameter endpoint: with `busy`: the call begins only while no one-transfer call
+    ///   uses that endpoint, and is `busy` otherwise.
     private func wait(
-        timeout: Duration?, operation: String, _ body: (UInt64, inout State) -> OutputStateMachine.Actions
+        timeout: Duration?, operation: String, unlessCallsOn endpoint: UInt8? = nil, busy: AccessoryError? = nil,
+        _ body: (UInt64, inout State) -> OutputStateMachine.Actions
     ) async -> WriteResult {
-        let (id, immediate) = event { s, fx -> (UInt64, WriteResult?) in
-            let id = s.newID()
-            var actions = body(id, &s)
-            // Done at once (the common case): no continuation, no table entry.
-            let mine = actions.resumptions.firstIndex { $0.id == id }.map { actions.resumptions.remove(at: $0).result }
-            absorb(actions, &s, &fx)
-            return (id, mine)
+        func begin() -> (UInt64, WriteResult?) {
+            event { s, fx -> (UInt64, WriteResult?) in
+                let id = s.newID()
+                var actions = body(id, &s)
+                // Done at once (the common case): no continuation, no table entry.
+                let mine = actions.resumptions.firstIndex { $0.id == id }.map { actions.resumptions.remove(at: $0).result }
+                absorb(actions, &s, &fx)
+                return (id, mine)
+            }
         }
+        let begun = if let endpoint { calls.unlessCalls(on: endpoint, begin) } else { begin() }
+        guard let (id, immediate) = begun else { return .failure(busy ?? closedError(operation)) }
         if let immediate { return immediate }
         let timer = timeout.map { limit in
             Task { [weak self] in

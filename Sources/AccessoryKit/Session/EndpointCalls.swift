@@ -146,16 +146,36 @@ final class EndpointCalls: Sendable {
         state.withLock { !($0.lanes[endpoint]?.order.isEmpty ?? true) }
     }
 
+    /// Runs `body` unless a call is in flight on `endpoint`, holding new calls off while it
+    /// runs: a stream starting a read or write on that endpoint, so that it and a call never
+    /// both begin. (The streams' lock is taken inside this one, never this one inside theirs.)
+    /// - Returns: `nil` when a call is in flight.
+    func unlessCalls<R>(on endpoint: UInt8, _ body: () -> R) -> R? {
+        state.withLock { s in (s.lanes[endpoint]?.order.isEmpty ?? true) ? body() : nil }
+    }
+
     // MARK: Calls
 
     /// One transfer on `endpoint`: IN when `bytes` is `nil` (up to `length` bytes), else OUT.
+    /// - Parameter streamRefusal: why a stream's use of the endpoint refuses the call, asked
+    ///   under this lock (see ``unlessCalls(on:_:)``).
     /// - Returns: the bytes received (IN) or `[]` (OUT); the failure otherwise.
-    func transfer(_ endpoint: AccessoryEndpoint, bytes: [UInt8]?, length: Int, timeout: Duration?) async -> CallResult {
+    func transfer(
+        _ endpoint: AccessoryEndpoint, bytes: [UInt8]?, length: Int, timeout: Duration?,
+        streamRefusal: () -> AccessoryError? = { nil }
+    ) async -> CallResult {
         let id = ids.add(1, ordering: .relaxed).newValue
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: Continuation) in
                 let submission = Submission(id: id, bytes: bytes, length: length, timeout: timeout)
-                if let lane = event({ s, fx in start(submission, endpoint, c, &s, &fx) }) { submitQueued(lane) }
+                let lane: UInt8? = event { s, fx in
+                    if let refusal = streamRefusal() {
+                        fx.resume.append((c, .failure(refusal)))
+                        return nil
+                    }
+                    return start(submission, endpoint, c, &s, &fx)
+                }
+                if let lane { submitQueued(lane) }
             }
         } onCancel: {
             event { s, fx in

@@ -163,23 +163,22 @@ struct SessionOpener: Sendable {
         _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint, interface number: UInt8,
         calls: EndpointCalls
     ) throws(AccessoryError) -> DataPlane {
-        let place = "interface \(number) of accessory \(label)"
         let configuration = DataPlane.Configuration(
             options: options, inPacketSize: inEndpoint.packetSize, outPacketSize: outEndpoint.packetSize,
             sessionDescription: description)
         let (input, output) = (configuration.input, configuration.output)
-        let inQueue: any EndpointQueue = AbsentEndpointQueue.isPlaceholder(inEndpoint.address)
-            ? AbsentEndpointQueue(direction: .in, interface: place, device: description, capacity: input.transfersInFlight)
-            : try TransferQueue(
-                device.makeEndpointTransfers(
-                    endpoint: inEndpoint.address, type: inEndpoint.transferType, maxPacketSize: inEndpoint.packetSize),
-                maxPacketSize: inEndpoint.packetSize, capacity: input.transfersInFlight, transferSize: input.transferLength)
-        let outQueue: any EndpointQueue = AbsentEndpointQueue.isPlaceholder(outEndpoint.address)
-            ? AbsentEndpointQueue(direction: .out, interface: place, device: description, capacity: output.transfersInFlight)
-            : try TransferQueue(
-                device.makeEndpointTransfers(
-                    endpoint: outEndpoint.address, type: outEndpoint.transferType, maxPacketSize: outEndpoint.packetSize),
-                maxPacketSize: outEndpoint.packetSize, capacity: output.transfersInFlight, transferSize: output.transferSize)
+        /// A stream's queue on `endpoint`, or one that says the interface has none.
+        func queue(_ endpoint: USBEndpoint, _ direction: USBEndpoint.Direction, transfers: Int, size: Int) throws(AccessoryError) -> any EndpointQueue {
+            guard !AbsentEndpointQueue.isPlaceholder(endpoint.address) else {
+                return AbsentEndpointQueue(
+                    direction: direction, interface: "interface \(number) of accessory \(label)", device: description, capacity: transfers)
+            }
+            let primitive = try device.makeEndpointTransfers(
+                endpoint: endpoint.address, type: endpoint.transferType, maxPacketSize: endpoint.packetSize)
+            return try TransferQueue(primitive, maxPacketSize: endpoint.packetSize, capacity: transfers, transferSize: size)
+        }
+        let inQueue = try queue(inEndpoint, .in, transfers: input.transfersInFlight, size: input.transferLength)
+        let outQueue = try queue(outEndpoint, .out, transfers: output.transfersInFlight, size: output.transferSize)
         let clock = self.clock
         return DataPlane(
             input: inQueue, output: outQueue, configuration: configuration, sleep: { try await clock.sleep(for: $0) },
