@@ -38,7 +38,7 @@ enum LibUSB {
         case LIBUSB_ERROR_TIMEOUT:
             return AccessoryError(.timeout, "\(operation) timed out\(on)", operation: operation, rawValue: raw)
         case LIBUSB_ERROR_PIPE:
-            return AccessoryError(.stall, "the endpoint stalled\(on); clear the halt to go on", operation: operation, rawValue: raw)
+            return AccessoryError(.stall, "the endpoint stalled\(on); call clearHalt to go on", operation: operation, rawValue: raw)
         case LIBUSB_ERROR_OVERFLOW:
             return AccessoryError(.overflow, "the device sent more data than asked for\(on)", operation: operation, rawValue: raw)
         case LIBUSB_ERROR_NOT_FOUND:

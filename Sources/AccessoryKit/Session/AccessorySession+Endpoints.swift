@@ -13,9 +13,9 @@ extension AccessorySession {
     /// One IN transfer on `endpoint`: at most `length` bytes, exactly as the device sent them
     /// (a short packet ends the transfer; `[]` is a zero-length packet).
     ///
-    /// Each call is one transfer, submitted at once, as WebUSB's `transferIn` is. Calls on
-    /// different endpoints run concurrently; calls on one endpoint complete in the order they
-    /// were made. Nothing is read from an endpoint before a call (or a stream read) on it.
+    /// Each call is one transfer, as WebUSB's `transferIn` is. Calls on different endpoints
+    /// run concurrently; calls on one endpoint reach the device, and complete, in the order
+    /// they were made. Nothing is read from an endpoint before a call (or a stream read) on it.
     ///
     /// ```swift
     /// let event = try await session.transferIn(0x83, length: 64, timeout: .seconds(1))

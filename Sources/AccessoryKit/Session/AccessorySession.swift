@@ -105,7 +105,8 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``AccessoryError``: `.accessoryDisconnected(reason)`; `.timeout`;
     ///   `.cancelled` when the task is cancelled; `.stall`; `.busy` when another task is
-    ///   reading. Only a disconnection is final; a timeout or cancellation loses nothing.
+    ///   reading, or a `transferIn` call is in flight on the stream's endpoint. Only a
+    ///   disconnection is final; a timeout or cancellation loses nothing.
     public func read() async throws(AccessoryError) -> [UInt8]? {
         try await pipe.read(timeout: ArgumentCheck.timeout(options.readTimeout, "readTimeout", operation: "read")).get()
     }
@@ -150,7 +151,8 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``AccessoryError``: a failure of earlier output not yet reported (then
     ///   these bytes are not queued); `.timeout`; `.cancelled` when the task is cancelled
-    ///   while waiting; `.stall`; `.accessoryDisconnected(reason)`; `.sessionClosed`. A
+    ///   while waiting; `.stall`; `.busy` while a `transferOut` call is in flight on the
+    ///   stream's endpoint; `.accessoryDisconnected(reason)`; `.sessionClosed`. A
     ///   failed output drops what it had not sent, so nothing after a gap is ever sent, and
     ///   ``AccessoryError/bytesTransferred`` says how much got through.
     public func write(_ bytes: [UInt8]) async throws(AccessoryError) {

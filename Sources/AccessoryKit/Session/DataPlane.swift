@@ -176,7 +176,8 @@ final class DataPlane: Sendable {
     /// - Parameter timeout: how long to wait; `nil` waits forever.
     /// - Returns: `.cancelled` when the task is cancelled, `.timeout` when nothing arrived
     ///   in time (either way after the IN transfers have been stopped; their data stays
-    ///   buffered), `.busy` when another task is already reading.
+    ///   buffered), `.busy` when another task is already reading or a one-transfer call is
+    ///   in flight on the IN endpoint.
     func read(exactly: Int? = nil, timeout: Duration?) async -> ReadResult {
         // Begun while no call uses the endpoint, or not at all.
         let begun = calls.unlessCalls(on: inQueue.endpoint) { event { s, fx -> (UInt64, ReadResult?) in
