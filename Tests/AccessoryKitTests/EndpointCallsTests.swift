@@ -110,6 +110,33 @@ struct EndpointCallsTests {
         await calls.close()
     }
 
+    @Test("A call cancelled while it waits behind another's submit ends .cancelled and is never submitted")
+    func aQueuedCallCancelledBeforeItsSubmitEndsCancelled() async {
+        let transfers = ScriptedTransfers(endpoint: 0x82)
+        let calls = Self.calls(transfers)
+        let bBox = Locked<Running?>(nil)
+        // Inside A's submit, B is made and cancelled before A's submit returns.
+        transfers.duringNextSubmit {
+            let b = Running { await calls.transfer(Self.bulkIn, bytes: nil, length: 8, timeout: nil) }
+            bBox.withLock { $0 = b }
+            let deadline = ContinuousClock.now + .milliseconds(500)
+            while calls.inFlight < 2, ContinuousClock.now < deadline { usleep(1000) }
+            b.task.cancel()
+            usleep(20_000)
+        }
+        let a = Running { await calls.transfer(Self.bulkIn, bytes: nil, length: 8, timeout: nil) }
+        #expect(await Self.eventually { bBox.withLock { $0 }?.value != nil })
+        guard case .failure(let error)? = bBox.withLock({ $0 })?.value else {
+            Issue.record("the cancelled call did not end")
+            return
+        }
+        #expect(error.code == .cancelled, "\(error)")
+        #expect(transfers.history.count == 1, "only A was submitted")
+        transfers.complete(transfers.history[0].tag, data: [1])
+        #expect(await a.ended() == .success([1]))
+        await calls.close()
+    }
+
     @Test("While a halt is being cleared on an endpoint, a call on it is .busy; other endpoints go on")
     func clearingAHaltHoldsCallsOff() async {
         let bulk = ScriptedTransfers(endpoint: 0x82), interrupt = ScriptedTransfers(endpoint: 0x83)

@@ -234,7 +234,7 @@ final class EndpointCalls: Sendable {
     private func nextSubmission(_ address: UInt8, _ s: inout State, _ fx: inout Effects) -> (Submission, any EndpointTransfers)? {
         while let next = s.lanes[address]?.queued.popFirst() {
             guard let call = s.calls[next.id] else { continue }
-            if let refusal = refusal(s) ?? (call.cancelRequested ? cancelledError(address) : nil) {
+            if let refusal = refusal(s) ?? (call.cancelRequested ? cancelledError(address, s) : nil) {
                 s.outstanding -= 1
                 finish(next.id, .failure(refusal), &s, &fx)
             } else if s.gone {
@@ -364,8 +364,9 @@ final class EndpointCalls: Sendable {
         AccessoryError(.cancelled, "\(endpoint) on \(sessionDescription) was cancelled", operation: "\(endpoint)")
     }
 
-    private func cancelledError(_ address: UInt8) -> AccessoryError {
-        let endpoint = endpoints.first { $0.address == address }.map { "\($0)" } ?? hexByte(address)
+    /// Under the lock: it reads the alternate setting from `s`.
+    private func cancelledError(_ address: UInt8, _ s: State) -> AccessoryError {
+        let endpoint = settings[s.alternate]?.first { $0.address == address }.map { "\($0)" } ?? hexByte(address)
         return AccessoryError(.cancelled, "\(endpoint) on \(sessionDescription) was cancelled", operation: endpoint)
     }
 
