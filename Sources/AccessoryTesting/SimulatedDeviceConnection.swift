@@ -40,9 +40,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     var isGone: Bool { endpoints.isGone }
 
     private func goneError(_ operation: String) -> AccessoryError {
-        AccessoryError(
-            .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
-            "the device is gone (\(node)): NO_DEVICE", operation: operation)
+        .noDevice(operation: operation, device: node)
     }
 
     private func checkPresent(_ operation: String) throws(AccessoryError) {
@@ -98,13 +96,6 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     }
 
     func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration? { configuration }
-
-    func makeEndpointQueue(
-        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
-    ) throws(AccessoryError) -> any EndpointQueue {
-        try checkPresent("open endpoint 0x\(String(endpoint, radix: 16))")
-        return SimulatedEndpointQueue(endpoints: endpoints, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, capacity: transfers)
-    }
 
     func makeEndpointTransfers(
         endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int

@@ -1,20 +1,15 @@
 import AccessoryCore
 import AccessoryKit
 
-/// One endpoint of a simulated device, as a session's one-transfer calls use it: an
-/// ``EndpointTransfers`` whose transfers wait in the device's ``SimulatedEndpoints``, with
-/// their timeouts on the virtual clock.
+/// One endpoint of a simulated device, as a session's streams and one-transfer calls use it:
+/// the transfer primitive (``EndpointTransfers``), whose transfers wait in the device's
+/// ``SimulatedEndpoints``, with their timeouts on the virtual clock.
 final class SimulatedEndpointTransfers: EndpointTransfers {
     let endpoint: UInt8
     let operation: String
     let device: String
     private let endpoints: SimulatedEndpoints
-    /// In a struct: a bare closure as a lock's value grows by two thunks at every access.
-    private let handler = Locked(Handler())
-
-    private struct Handler {
-        var call: (@Sendable (UInt64, TransferCompletion) -> Void)?
-    }
+    private let handler = Locked(CompletionHandlerSlot())
 
     init(endpoints: SimulatedEndpoints, endpoint: UInt8, type: USBEndpoint.TransferType) {
         self.endpoints = endpoints
@@ -27,12 +22,12 @@ final class SimulatedEndpointTransfers: EndpointTransfers {
         self.handler.withLock { $0.call = handler }
     }
 
-    func submit(_ bytes: [UInt8], timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        endpoints.submit(endpoint, .call(self, tag: tag), bytes: bytes, length: bytes.count, timeout: timeout, operation: operation)
+    func submit(_ bytes: ArraySlice<UInt8>, timeout: Duration?, tag: UInt64) -> AccessoryError? {
+        endpoints.submit(endpoint, .init(self, tag: tag), bytes: Array(bytes), length: bytes.count, timeout: timeout, operation: operation)
     }
 
     func submit(length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        endpoints.submit(endpoint, .call(self, tag: tag), bytes: nil, length: length, timeout: timeout, operation: operation)
+        endpoints.submit(endpoint, .init(self, tag: tag), bytes: nil, length: length, timeout: timeout, operation: operation)
     }
 
     func cancel(tag: UInt64) {

@@ -3,40 +3,32 @@ import AccessoryKit
 import Dispatch
 
 /// The device side of an opened simulated device's bulk and interrupt endpoints: one queue
-/// of pending transfers per endpoint, in submission order, whatever queue submitted them (a
-/// stream's ``SimulatedEndpointQueue`` or a call's ``SimulatedEndpointTransfers``), as a
-/// host controller keeps them.
+/// of pending transfers per endpoint, in submission order, whoever submitted them (a
+/// stream's or a call's ``SimulatedEndpointTransfers``), as a host controller keeps them.
 ///
 /// A serial event queue moves the transfers on, as libusb's event thread would see them
 /// complete: the transfer at the head of each endpoint's queue is put to the accessory's
 /// ``SimulatedResponder`` once, and its ``SimulatedTransfer/Answer`` completes it, halts the
 /// endpoint, or holds it (and everything behind it) until data is queued, a delay on the
 /// virtual clock passes, or the host's timeout or cancellation ends it. A cancelled or
-/// timed-out call ends at once wherever it waits; a stream's transfers end in order.
+/// timed-out transfer ends at once wherever it waits.
 ///
 /// When the device goes, every pending transfer ends as the kernel ends them (OUT with
 /// NO_DEVICE, IN as the unplug says), and every later submit fails with NO_DEVICE.
 final class SimulatedEndpoints: Sendable {
     /// Who submitted a transfer, and so who is told when it ends.
-    enum Owner: Sendable {
-        case stream(SimulatedEndpointQueue)
-        case call(SimulatedEndpointTransfers, tag: UInt64)
+    struct Owner: Sendable {
+        let transfers: SimulatedEndpointTransfers
+        let tag: UInt64
 
-        var isCall: Bool { if case .call = self { true } else { false } }
-
-        func isOwned(by queue: AnyObject) -> Bool {
-            switch self {
-            case .stream(let q): q === queue
-            case .call(let t, _): t === queue
-            }
+        init(_ transfers: SimulatedEndpointTransfers, tag: UInt64) {
+            self.transfers = transfers
+            self.tag = tag
         }
 
-        func complete(_ completion: TransferCompletion) {
-            switch self {
-            case .stream(let q): q.completed(completion)
-            case .call(let t, let tag): t.completed(tag, completion)
-            }
-        }
+        func isOwned(by queue: AnyObject) -> Bool { transfers === queue }
+
+        func complete(_ completion: TransferCompletion) { transfers.completed(tag, completion) }
     }
 
     /// Where a pending transfer is with the accessory.
@@ -135,7 +127,7 @@ final class SimulatedEndpoints: Sendable {
         state.withLock { s in
             for (endpoint, list) in s.pending {
                 for i in list.indices where list[i].owner.isOwned(by: owner) {
-                    if let tag, case .call(_, let t) = list[i].owner, t != tag { continue }
+                    if let tag, list[i].owner.tag != tag { continue }
                     s.pending[endpoint]![i].cancelled = true
                 }
             }
@@ -288,7 +280,7 @@ final class SimulatedEndpoints: Sendable {
             s.pending[endpoint] = list
             return .complete(p.owner, TransferCompletion(status: status, data: data, length: length), p.timers)
         }
-        if let i = list.indices.dropFirst().first(where: { list[$0].owner.isCall && (list[$0].cancelled || list[$0].expired != nil) }) {
+        if let i = list.indices.dropFirst().first(where: { list[$0].cancelled || list[$0].expired != nil }) {
             return end(i, list[i].expired ?? .cancelled)
         }
         let head = list[0]

@@ -32,12 +32,11 @@ final class SimulatedHost: USBHost {
     }
 
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
+        system.openAttempts.add(1, ordering: .relaxed)
         guard let device = system.device(bus: bus, address: address), device.info.descriptor.vendor == vendor,
             device.info.descriptor.product == product, system.hasNode(instance: device.instance)
         else {
-            throw AccessoryError(
-                .accessoryDisconnected(.ghostEvicted(.noDevice(operation: "open"))),
-                "the device is gone (bus \(bus) address \(address)): NO_DEVICE", operation: "open")
+            throw .noDevice(operation: "open", device: "bus \(bus) address \(address)")
         }
         if system.isAccessDenied(instance: device.instance) {
             throw AccessoryError(.accessDenied, "permission denied opening bus \(bus) address \(address)", operation: "open")

@@ -91,6 +91,8 @@ final class SimulatedSystem: Sendable {
     }
 
     let state = Locked(State())
+    /// Device opens tried by the managers' hosts, successful or not.
+    let openAttempts = Atomic<Int>(0)
     /// The managers' timers (``SimulatedHost/schedule(at:_:)``), run by ``SimulatedUSB/advance(by:)``.
     let timers = VirtualTimers()
 

@@ -30,6 +30,9 @@ public actor SimulatedUSB {
         system.end()
     }
 
+    /// How many device opens the managers on this simulation have tried, for tests.
+    package nonisolated var openAttempts: Int { system.openAttempts.load(ordering: .relaxed) }
+
     /// The Android Open Accessory strings (indices 0–5, `nil` for one never sent) that
     /// `device`, an ``SimulatedAccessory/androidPhone(serial:product:responder:)`` or the
     /// accessory-mode instance it became, received; `[]` when it is not there.

@@ -371,6 +371,64 @@ struct EndpointTransferTests {
         }
     }
 
+    @Test("A stream read beside a transferIn in flight on its endpoint is .busy, and the call still gets its data")
+    func streamReadBesideACallIsBusy() async throws {
+        let device = Self.commandDevice()
+        try await Self.withReader(device) { usb, _, session in
+            let call = Task { try await session.transferIn(0x82, length: 64) }
+            #expect(await Self.eventually { session.callsInFlight == 1 })
+            let busy = await Self.error { () async throws(AccessoryError) in _ = try await session.read(timeout: .seconds(1)) }
+            #expect(busy?.code == .busy && busy?.message.contains("0x82") == true, "\(String(describing: busy))")
+            var input = session.input.makeAsyncIterator()
+            let busyInput = await Self.error { () async throws(AccessoryError) in _ = try await input.next() }
+            #expect(busyInput?.code == .busy, "\(String(describing: busyInput))")
+            try await session.transferOut(0x01, [1, 2])
+            #expect(try await call.value == [2, 1])
+            // Once the call has ended, the stream may read.
+            try await session.transferOut(0x01, [3, 4])
+            #expect(try await session.read(exactly: 2) == [4, 3])
+        }
+    }
+
+    @Test("A clearHalt that finds the device gone ends with the manager's verdict, not with its own evidence")
+    func clearHaltFindingTheDeviceGoneTakesTheVerdict() async throws {
+        let device = Self.commandDevice()
+        let usb = SimulatedUSB()
+        let plugged = await usb.plug(Self.accessory(device))
+        try await withAccessoryManager(configuration: .init(reconcileInterval: .seconds(3600)), usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            let session = try await manager.openSession(to: accessory, protocol: Self.reader)
+            // The manager already suspects the device, from an earlier operation: its verdict names that one.
+            await manager.reportNoDevice(accessory.connectionID, operation: "bulk OUT 0x01")
+            await usb.unplug(plugged, silently: true)
+            let clear = Task { await Self.error { () async throws(AccessoryError) in try await session.clearHalt(0x83) } }
+            for _ in 0..<1000 { await Task.yield() }
+            await usb.advance(by: .seconds(2))
+            let verdict = AccessoryError.Code.accessoryDisconnected(.ghostEvicted(.noDevice(operation: "bulk OUT 0x01")))
+            let cleared = await clear.value
+            #expect(cleared?.code == verdict, "\(String(describing: cleared))")
+            let read = await Self.error { () async throws(AccessoryError) in _ = try await session.read() }
+            #expect(read?.code == verdict, "\(String(describing: read))")
+            await session.close()
+        }
+    }
+
+    @Test("An open that fails is made once: the caller gets its error without a second open")
+    func aFailedOpenIsNotRepeated() async throws {
+        let usb = SimulatedUSB()
+        let plugged = await usb.plug(Self.accessory(Self.commandDevice()))
+        try await withAccessoryManager(configuration: .init(reconcileInterval: .seconds(3600)), usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            await usb.removeDeviceNode(of: plugged)
+            let before = usb.openAttempts
+            let failed = await Self.error { () async throws(AccessoryError) in
+                _ = try await manager.openSession(to: accessory, protocol: Self.reader)
+            }
+            #expect(failed?.code.disconnectReason != nil, "\(String(describing: failed))")
+            #expect(usb.openAttempts - before == 1)
+        }
+    }
+
     @Test("An unplug in the middle of a transfer ends it with the reason the stream gets: .accessoryDisconnected(.unplugged)")
     func unplugMidTransfer() async throws {
         let device = Self.commandDevice { _ in .never }

@@ -2,7 +2,8 @@ import AccessoryCapture
 import AccessoryCore
 
 /// Where one endpoint's transfers go in a capture: the recorder, and the bus, device and
-/// transfer type its records carry. The capturing endpoint queue and one-transfer calls share it.
+/// transfer type its records carry. ``CapturingEndpointTransfers`` (streams and one-transfer
+/// calls alike) and the control transfers use it.
 struct CaptureSite: Sendable {
     let recorder: CaptureRecorder
     let bus: Int

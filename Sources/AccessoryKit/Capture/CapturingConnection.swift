@@ -1,8 +1,8 @@
 import AccessoryCapture
 import AccessoryCore
 
-/// An opened device whose transfers are recorded in a capture: its endpoint queues (the
-/// streams), its one-transfer calls and its control transfers. Everything else goes to the connection it wraps.
+/// An opened device whose transfers are recorded in a capture: its endpoints' transfers (the
+/// streams' and the one-transfer calls') and its control transfers. Everything else goes to the connection it wraps.
 final class CapturingConnection: USBDeviceConnection {
     let inner: any USBDeviceConnection
     let recorder: CaptureRecorder
@@ -14,15 +14,6 @@ final class CapturingConnection: USBDeviceConnection {
         self.recorder = recorder
         self.bus = bus
         self.device = device
-    }
-
-    func makeEndpointQueue(
-        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
-    ) throws(AccessoryError) -> any EndpointQueue {
-        CapturingEndpointQueue(
-            try inner.makeEndpointQueue(
-                endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, transfers: transfers, transferSize: transferSize),
-            site: site(type))
     }
 
     func makeEndpointTransfers(

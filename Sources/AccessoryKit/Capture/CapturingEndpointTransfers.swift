@@ -1,8 +1,9 @@
 import AccessoryCapture
 import AccessoryCore
 
-/// An endpoint's one-transfer calls, recorded in a capture: each submission when it is
-/// submitted, its completion before the caller hears of it, matched by the call's tag.
+/// An endpoint's transfers (a stream's or one-transfer calls'), recorded in a capture: each
+/// submission as it is submitted, so in submission order, and its completion before the
+/// caller hears of it, matched by its tag.
 final class CapturingEndpointTransfers: EndpointTransfers {
     private let inner: any EndpointTransfers
     private let site: CaptureSite
@@ -25,8 +26,12 @@ final class CapturingEndpointTransfers: EndpointTransfers {
         }
     }
 
-    func submit(_ bytes: [UInt8], timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        submitting(data: bytes[...], length: bytes.count, tag: tag) { inner.submit(bytes, timeout: timeout, tag: tag) }
+    func reserve(_ count: Int, size: Int) throws(AccessoryError) {
+        try inner.reserve(count, size: size)
+    }
+
+    func submit(_ bytes: ArraySlice<UInt8>, timeout: Duration?, tag: UInt64) -> AccessoryError? {
+        submitting(data: bytes, length: bytes.count, tag: tag) { inner.submit(bytes, timeout: timeout, tag: tag) }
     }
 
     func submit(length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {

@@ -3,8 +3,9 @@ import AccessoryCore
 /// One endpoint's queue of transfers, in the manner of nusb's `Queue`: transfers are
 /// submitted, and their completions are reported one at a time, in submission order.
 ///
-/// A session's data plane drives one queue per direction. The libusb backend implements it
-/// with ``LibUSBTransferQueue``; a simulated device can implement it in memory.
+/// A session's data plane drives one queue per direction: a ``TransferQueue`` over the
+/// backend's transfer primitive (``EndpointTransfers``), or an ``AbsentEndpointQueue`` where
+/// the interface has no endpoint in that direction.
 ///
 /// Rules for an implementation:
 /// - Completions go to the handler given to ``setCompletionHandler(_:)``, exactly one per
@@ -40,64 +41,6 @@ package protocol EndpointQueue: AnyObject, Sendable {
     /// Frees the queue's resources. Call it once nothing is pending; the queue is unusable
     /// afterwards.
     func close()
-}
-
-/// How one transfer ended.
-package struct TransferCompletion: Sendable, Hashable {
-    package var status: TransferStatus
-    /// IN: the bytes received. OUT: empty.
-    package var data: [UInt8]
-    /// The bytes moved: sent (OUT) or received (IN), also when the transfer failed.
-    package var length: Int
-
-    package init(status: TransferStatus, data: [UInt8] = [], length: Int? = nil) {
-        self.status = status
-        self.data = data
-        self.length = length ?? data.count
-    }
-}
-
-/// How one transfer ended (libusb's `libusb_transfer_status`, without libusb).
-package enum TransferStatus: Hashable, Sendable {
-    case completed
-    /// Cancelled; any bytes moved before still count.
-    case cancelled
-    case timedOut
-    case stall
-    case noDevice
-    case overflow
-    case error
-    /// Ended with this error, which a simulated device chose (a replayed recording's
-    /// divergence); hardware never reports it.
-    indirect case failed(AccessoryError)
-
-    /// The error this status means for `operation` (such as `bulk IN 0x81`) on `device`, or
-    /// `nil` for `.completed`. A vanished device is reported as a ghost found by the
-    /// operation; the session turns that into its own disconnect message. The message does
-    /// not repeat the operation: ``AccessoryError/description`` adds it.
-    package func error(operation: String, device: String, timeout: Duration? = nil) -> AccessoryError? {
-        switch self {
-        case .completed:
-            return nil
-        case .cancelled:
-            return AccessoryError(.cancelled, "the transfer was cancelled", operation: operation)
-        case .timedOut:
-            let limit = timeout.map { " within \($0)" } ?? ""
-            return AccessoryError(.timeout, "\(device) accepted nothing\(limit)", operation: operation)
-        case .stall:
-            return AccessoryError(.stall, "the endpoint on \(device) stalled; call clearStall() to go on", operation: operation)
-        case .noDevice:
-            return AccessoryError(
-                .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
-                "the device is gone (\(device)): NO_DEVICE", operation: operation)
-        case .overflow:
-            return AccessoryError(.overflow, "\(device) sent more data than asked for", operation: operation)
-        case .error:
-            return AccessoryError(.io, "the transfer on \(device) failed (LIBUSB_TRANSFER_ERROR)", operation: operation)
-        case .failed(let error):
-            return error
-        }
-    }
 }
 
 /// A transfer's sign that its device may be gone: NO_DEVICE (ESHUTDOWN or ENODEV) or, as

@@ -13,13 +13,8 @@ package protocol USBDeviceConnection: AnyObject, Sendable {
     func clearHalt(endpoint: UInt8) throws(AccessoryError)
     /// Resets the device (a port reset): it may come back under a new address.
     func reset() throws(AccessoryError)
-    /// A transfer queue on one bulk or interrupt endpoint, with `transfers` transfers of up
-    /// to `transferSize` bytes each.
-    func makeEndpointQueue(
-        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
-    ) throws(AccessoryError) -> any EndpointQueue
-    /// The one-transfer calls' transfers on one bulk or interrupt endpoint (see
-    /// ``EndpointTransfers``); nothing is allocated or submitted until a call needs it.
+    /// The transfer primitive on one bulk or interrupt endpoint (see ``EndpointTransfers``),
+    /// for a stream or for one-transfer calls; nothing is submitted until one needs it.
     func makeEndpointTransfers(
         endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int
     ) throws(AccessoryError) -> any EndpointTransfers

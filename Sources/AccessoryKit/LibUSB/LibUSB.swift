@@ -29,9 +29,8 @@ enum LibUSB {
         case LIBUSB_ERROR_ACCESS:
             return AccessoryError(.accessDenied, accessDeniedMessage(device, operation: operation), operation: operation, rawValue: raw)
         case LIBUSB_ERROR_NO_DEVICE:
-            return AccessoryError(
-                .accessoryDisconnected(.ghostEvicted(.noDevice(operation: operation))),
-                "the device is gone\(on): \(operation) returned \(name)", operation: operation, rawValue: raw)
+            return .noDevice(
+                operation: operation, device: device?.description ?? "its node", seen: "\(operation) returned \(name)", rawValue: raw)
         case LIBUSB_ERROR_BUSY:
             return AccessoryError(
                 .busy, "the device or interface is busy\(on); another process or session holds it",
@@ -39,7 +38,7 @@ enum LibUSB {
         case LIBUSB_ERROR_TIMEOUT:
             return AccessoryError(.timeout, "\(operation) timed out\(on)", operation: operation, rawValue: raw)
         case LIBUSB_ERROR_PIPE:
-            return AccessoryError(.stall, "the endpoint stalled\(on); clear the halt to go on", operation: operation, rawValue: raw)
+            return AccessoryError(.stall, "the endpoint stalled\(on); call clearHalt to go on", operation: operation, rawValue: raw)
         case LIBUSB_ERROR_OVERFLOW:
             return AccessoryError(.overflow, "the device sent more data than asked for\(on)", operation: operation, rawValue: raw)
         case LIBUSB_ERROR_NOT_FOUND:

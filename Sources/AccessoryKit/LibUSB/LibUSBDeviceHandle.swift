@@ -170,13 +170,6 @@ final class LibUSBDeviceHandle: USBDeviceConnection, @unchecked Sendable {
         return USBStringDescriptor.decode(try rawStringDescriptor(index: index, language: langID, timeout: timeout))
     }
 
-    func makeEndpointQueue(
-        endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int, transfers: Int, transferSize: Int
-    ) throws(AccessoryError) -> any EndpointQueue {
-        try LibUSBTransferQueue(
-            device: self, endpoint: endpoint, type: type, maxPacketSize: maxPacketSize, transfers: transfers, transferSize: transferSize)
-    }
-
     func makeEndpointTransfers(
         endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int
     ) throws(AccessoryError) -> any EndpointTransfers {

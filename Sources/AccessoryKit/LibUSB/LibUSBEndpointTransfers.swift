@@ -1,12 +1,13 @@
 import AccessoryCore
 import Synchronization
 
-/// ``EndpointTransfers`` over libusb: one ``LibUSBTransfer`` per call, each submitted with
-/// libusb's own timeout, taken from a small pool of idle ones whose buffers are large enough
-/// (or allocated when none is).
+/// The transfer primitive (``EndpointTransfers``) over libusb, for streams and one-transfer
+/// calls alike: one ``LibUSBTransfer`` per submit, with libusb's own timeout, taken from a
+/// pool of idle ones whose buffers are large enough (or allocated when none is). A stream
+/// reserves its transfers in the pool (``reserve(_:size:)``), so it never allocates.
 ///
-/// Completions are reported as libusb delivers them, on its event thread, with the tag of the
-/// call they belong to.
+/// Completions are reported as libusb delivers them, on its event thread, with their tags.
+/// An IN completion carries the bytes received whatever its status.
 ///
 /// Locking: one `Mutex` guards the idle and pending lists and each transfer's tag; submits
 /// and cancels happen under it (neither waits for the event thread), and the handler is
@@ -18,21 +19,18 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     private let type: USBEndpoint.TransferType
     private let maxPacketSize: Int
     private let handle: LibUSBDeviceHandle
-    private let handler = Mutex(Handler())
+    private let handler = Mutex(CompletionHandlerSlot())
     private let state = Mutex(State())
 
     /// Idle transfers kept for the next calls, and the largest buffer kept: a call larger
-    /// than that gets a transfer of its own, freed once it completes.
+    /// than that gets a transfer of its own, freed once it completes. A stream's
+    /// ``reserve(_:size:)`` raises both.
     static let idleLimit = 4
     static let keptBufferLimit = 64 * 1024
 
-    /// The completion handler, in a struct (see ``LibUSBTransferQueue``'s: a bare closure in a
-    /// `Mutex` grows by two thunks at every access).
-    private struct Handler {
-        var call: (@Sendable (UInt64, TransferCompletion) -> Void)?
-    }
-
     private struct State {
+        var idleLimit = LibUSBEndpointTransfers.idleLimit
+        var keptBufferLimit = LibUSBEndpointTransfers.keptBufferLimit
         var idle: [LibUSBTransfer] = []
         /// In submission order; few at a time, so searched by tag.
         var pending: [LibUSBTransfer] = []
@@ -51,7 +49,19 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
         self.handler.withLock { $0.call = handler }
     }
 
-    func submit(_ bytes: [UInt8], timeout: Duration?, tag: UInt64) -> AccessoryError? {
+    func reserve(_ count: Int, size: Int) throws(AccessoryError) {
+        var made: [LibUSBTransfer] = []
+        for _ in 0..<count {
+            made.append(try LibUSBTransfer(device: handle, endpoint: endpoint, type: type, capacity: max(size, maxPacketSize), handler: self))
+        }
+        state.withLock { s in
+            s.idleLimit = max(s.idleLimit, count)
+            s.keptBufferLimit = max(s.keptBufferLimit, size)
+            s.idle += made
+        }
+    }
+
+    func submit(_ bytes: ArraySlice<UInt8>, timeout: Duration?, tag: UInt64) -> AccessoryError? {
         state.withLock { s in
             let t: LibUSBTransfer
             switch take(capacity: bytes.count, &s) {
@@ -98,9 +108,9 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
 
     /// Returns a transfer to the pool, unless its buffer is large or the pool is full.
     private func keep(_ t: LibUSBTransfer, _ s: inout State) {
-        guard t.buffer.count <= Self.keptBufferLimit else { return }
+        guard t.buffer.count <= s.keptBufferLimit else { return }
         s.idle.append(t)
-        if s.idle.count > Self.idleLimit { s.idle.removeFirst() }
+        if s.idle.count > s.idleLimit { s.idle.removeFirst() }
     }
 
     func cancel(tag: UInt64) {
@@ -126,7 +136,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     func transferCompleted(_ transfer: LibUSBTransfer, status: TransferStatus, length: Int) {
         // Nobody touches the buffer until the transfer is submitted again, which needs it back
         // in the idle list: copy before locking.
-        let data = endpoint & 0x80 != 0 && status == .completed ? transfer.copyBytes(length) : []
+        let data = endpoint & 0x80 != 0 ? transfer.copyBytes(length) : []
         let tag: UInt64 = state.withLock { s in
             if let i = s.pending.firstIndex(where: { $0 === transfer }) { s.pending.remove(at: i) }
             keep(transfer, &s)

@@ -15,8 +15,8 @@ protocol TransferCompletionHandler: AnyObject, Sendable {
 ///
 /// This object is the single owner of the `libusb_transfer` and of the buffer: both are
 /// freed exactly once, in `deinit`. libusb's `user_data` points at this object without a
-/// retain, so the owner (a ``LibUSBTransferQueue``) must keep it alive while it is in flight;
-/// the queue holds every transfer it made until it has seen every submitted one complete. The transfer
+/// retain, so the owner (a ``LibUSBEndpointTransfers``) must keep it alive while it is in
+/// flight; it holds every transfer it submitted until it has seen it complete. The transfer
 /// holds its device handle, so the handle pointer libusb keeps in it stays valid.
 ///
 /// `@unchecked Sendable` is safe: the libusb structure is written (``submit(length:timeout:)``)
@@ -24,8 +24,8 @@ protocol TransferCompletionHandler: AnyObject, Sendable {
 /// callback only while it is; the handler's lock orders the two (a submit happens under it,
 /// and the callback takes it before the transfer can be submitted again; for a control
 /// transfer the handler is ``LibUSBControlTransfer``'s waiter, whose lock the submit holds and
-/// the callback takes, and which submits once). ``pending`` and ``tag`` are
-/// touched only under the handler's lock. Every other stored property is immutable.
+/// the callback takes, and which submits once). ``tag`` is touched only under the handler's
+/// lock. Every other stored property is immutable.
 final class LibUSBTransfer: @unchecked Sendable {
     private let raw: UnsafeMutablePointer<libusb_transfer>
     /// The data buffer, owned by this object. Fill it before an OUT submit; read it after an
@@ -40,8 +40,6 @@ final class LibUSBTransfer: @unchecked Sendable {
     /// A control transfer's buffer starts with the 8-byte setup packet.
     let isControl: Bool
 
-    /// A completion that arrived before an older transfer's (guarded by the handler's lock).
-    var pending: TransferCompletion?
     /// The call this transfer is submitted for, for ``LibUSBEndpointTransfers`` (guarded by
     /// the handler's lock).
     var tag: UInt64 = 0

@@ -55,25 +55,26 @@ extension AccessoryManager {
         }
         defer { sessions.endReservation(key) }
 
-        let prepared: PreparedSession
-        do throws(AccessoryError) {
-            prepared = try await Self.prepareSession(
-                host: host, bus: info.descriptor.bus, address: address, info: info, protocolName: protocolName,
-                options: options, table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger,
-                label: label, sessionName: sessionName,
-                onNoDevice: { [weak self, host] sign, pipe in
-                    host.report { [weak self] in
-                        // The manager ends the pipe once it knows: with the reason its own
-                        // disconnect carries (a LEFT event makes it `unplugged`), or with an
-                        // I/O error when sysfs still lists the accessory. The pipe's own
-                        // evidence is only the fallback, for a manager already gone.
-                        guard let self else {
-                            pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label))
-                            return
-                        }
-                        await self.sessionSawDeviceGone(id, sign, pipe: pipe, label: label)
+        let opener = SessionOpener(
+            host: host, info: info, address: address, protocolName: protocolName, options: options,
+            table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger, label: label,
+            sessionName: sessionName,
+            onNoDevice: { [weak self, host] sign, pipe in
+                host.report { [weak self] in
+                    // The manager ends the pipe once it knows: with the reason its own
+                    // disconnect carries (a LEFT event makes it `unplugged`), or with an
+                    // I/O error when sysfs still lists the accessory. The pipe's own
+                    // evidence is only the fallback, for a manager already gone.
+                    guard let self else {
+                        pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label))
+                        return
                     }
-                })
+                    await self.sessionSawDeviceGone(id, sign, pipe: pipe, label: label)
+                }
+            })
+        let prepared: SessionOpener.Prepared
+        do throws(AccessoryError) {
+            prepared = try await opener.open()
         } catch {
             if error.code.disconnectReason != nil { reportNoDevice(id, operation: error.operation ?? "open") }
             throw error
@@ -95,147 +96,6 @@ extension AccessoryManager {
         configuration.logger.debug(
             "opened \(session): \(protocolName) on accessory \(label), interface \(prepared.interface), endpoints \(hexByte(prepared.outEndpoint.address)) and \(hexByte(prepared.inEndpoint.address))")
         return session
-    }
-
-    /// A device opened and an interface claimed for a session, not yet registered.
-    struct PreparedSession: Sendable {
-        var device: any USBDeviceConnection
-        var interface: UInt8
-        var inEndpoint: USBEndpoint
-        var outEndpoint: USBEndpoint
-        var detachedDriver: Bool
-        var pipe: DataPlane
-
-        /// Gives everything back: the transfers, the interface, a detached kernel driver.
-        func undo() async {
-            await pipe.close()
-            pipe.releaseTransfers()
-            try? device.releaseInterface(interface)
-            if detachedDriver { try? device.attachKernelDriver(interface: interface) }
-        }
-    }
-
-    /// How long an open that gets ACCESS is tried again (udevd applies its rule within tens
-    /// of milliseconds of an arrival), and how often.
-    static let accessRetryWindow: Duration = .seconds(1)
-    static let accessRetryStep: Duration = .milliseconds(50)
-
-    /// The device I/O of opening a session, off the actor: open the node, find the
-    /// protocol's interface (reading interface names from the device when sysfs lacks them),
-    /// detach a kernel driver if asked, claim, select the alternate setting, and build the
-    /// data plane. Undoes what it did when a step fails.
-    private static func prepareSession(
-        host: any USBHost, bus: Int, address: Int, info: USBDeviceInfo, protocolName: String,
-        options: AccessorySession.Options, table: ProtocolTable, clock: any Clock<Duration>, logger: Logger,
-        label: String, sessionName: String, onNoDevice: @escaping @Sendable (DeviceGoneSign, DataPlane) -> Void
-    ) async throws(AccessoryError) -> PreparedSession {
-        let operation = "open session"
-        var info = info
-        var device: (any USBDeviceConnection)?
-        // libusb #1586: in the first moments after an arrival, before udevd has applied its
-        // rule, the node is still root's and opening it fails with ACCESS. Try again for a
-        // bounded time before saying so.
-        var waited: Duration = .zero
-        while device == nil {
-            do {
-                device = try host.open(bus: bus, address: address, vendor: info.descriptor.vendor, product: info.descriptor.product)
-            } catch where error.code == .accessDenied && waited < accessRetryWindow {
-                do {
-                    try await clock.sleep(for: accessRetryStep)
-                } catch let stalled as AccessoryError {
-                    throw stalled  // a simulated clock that nothing moves
-                } catch {
-                    throw AccessoryError(.cancelled, "the open was cancelled", operation: operation)
-                }
-                waited += accessRetryStep
-            } catch {
-                break
-            }
-        }
-        func openDevice() throws(AccessoryError) -> any USBDeviceConnection {
-            if let device { return device }
-            do {
-                let opened = try host.open(bus: bus, address: address, vendor: info.descriptor.vendor, product: info.descriptor.product)
-                device = opened
-                return opened
-            } catch {
-                guard error.code == .accessDenied, let vendor = info.descriptor.vendor else { throw error }
-                let hint = (try? UdevRule(vendor: vendor, product: info.descriptor.product))?.installHint ?? ""
-                throw AccessoryError(
-                    .accessDenied,
-                    "no permission to open \(info.devicePath ?? "the device node") of accessory \(label); install a udev rule: \(hint)",
-                    operation: error.operation, rawValue: error.rawValue)
-            }
-        }
-
-        // The protocol picks the interface: sysfs's strings first, the device's own if needed.
-        var interface = table.interface(for: protocolName, in: info)
-        if interface == nil, info.configuration?.interfaces.contains(where: { $0.isVendorSpecific && $0.nameIndex != 0 && $0.name == nil }) ?? true,
-            let named = try openDevice().configurationWithInterfaceNames()
-        {
-            info.configuration = named
-            interface = table.interface(for: protocolName, in: info)
-        }
-        guard let interface else {
-            let spoken = table.protocols(for: info) ?? []
-            throw AccessoryError(
-                .protocolNotSupported,
-                "accessory \(label) does not speak \(protocolName); "
-                    + (spoken.isEmpty ? "it declares no protocol" : "it speaks \(spoken.joined(separator: ", "))"),
-                operation: operation)
-        }
-        // A direction with no endpoint (a reader with only a bulk IN) gets a stream that says so.
-        let foundIn = streamEndpoint(of: interface, .in), foundOut = streamEndpoint(of: interface, .out)
-        guard foundIn != nil || foundOut != nil else {
-            throw AccessoryError(
-                .protocolNotSupported,
-                "interface \(interface.number) of accessory \(label), which carries \(protocolName), has no bulk or interrupt endpoint",
-                operation: operation)
-        }
-        let inEndpoint = foundIn ?? AbsentEndpointQueue.placeholder(.in)
-        let outEndpoint = foundOut ?? AbsentEndpointQueue.placeholder(.out)
-        let place = "interface \(interface.number) of accessory \(label)"
-
-        let handle = try openDevice()
-        let number = interface.number
-        var detached = false
-        if options.detachKernelDriver, (try? handle.isKernelDriverActive(interface: number)) == true {
-            try handle.detachKernelDriver(interface: number)
-            detached = true
-            logger.debug("detached the kernel driver from interface \(number) of \(label)")
-        }
-        func undo(releasing: Bool) {
-            if releasing { try? handle.releaseInterface(number) }
-            if detached { try? handle.attachKernelDriver(interface: number) }
-        }
-        do {
-            try handle.claimInterface(number)
-        } catch {
-            undo(releasing: false)
-            guard error.code == .busy else { throw error }
-            let driverBound = (try? handle.isKernelDriverActive(interface: number)) == true
-            throw AccessoryError(
-                .busy,
-                driverBound
-                    ? "a kernel driver is bound to interface \(number) of accessory \(label); open with detachKernelDriver: true (accessoryctl open --detach-kernel-driver) to take it over"
-                    : "interface \(number) of accessory \(label) is claimed by another process",
-                operation: error.operation, rawValue: error.rawValue)
-        }
-        do throws(AccessoryError) {
-            if interface.alternate != 0 { try handle.setAlternateSetting(interface.alternate, interface: number) }
-            let description = "session '\(sessionName)'"
-            let calls = EndpointCalls(
-                device: handle, interface: number, alternate: interface.alternate,
-                settings: alternateSettings(of: number, in: info.configuration), sessionDescription: description)
-            let pipe = try makeDataPlane(
-                handle, in: inEndpoint, out: outEndpoint, place: place, options: options, description: description,
-                clock: clock, calls: calls, onNoDevice: onNoDevice)
-            return PreparedSession(
-                device: handle, interface: number, inEndpoint: inEndpoint, outEndpoint: outEndpoint, detachedDriver: detached, pipe: pipe)
-        } catch {
-            undo(releasing: true)
-            throw error
-        }
     }
 
     /// Runs `body` with a session open, and closes the session afterwards however `body`
@@ -298,47 +158,6 @@ extension AccessoryManager {
         sessions.inNameOrder.compactMap(\.handle).filter { !$0.isClosed }
     }
 
-    /// The endpoint a session streams through in one direction: the first bulk one, else
-    /// the first interrupt one.
-    static func streamEndpoint(of interface: USBInterface, _ direction: USBEndpoint.Direction) -> USBEndpoint? {
-        interface.endpoints.first { $0.transferType == .bulk && $0.direction == direction }
-            ?? interface.endpoints.first { $0.transferType == .interrupt && $0.direction == direction }
-    }
-
-    /// Each alternate setting of interface `number`: its bulk and interrupt endpoints.
-    static func alternateSettings(of number: UInt8, in configuration: USBConfiguration?) -> [UInt8: [AccessoryEndpoint]] {
-        var settings: [UInt8: [AccessoryEndpoint]] = [:]
-        for interface in configuration?.interfaces ?? [] where interface.number == number && settings[interface.alternate] == nil {
-            settings[interface.alternate] = interface.endpoints.compactMap(AccessoryEndpoint.init)
-        }
-        return settings
-    }
-
-    /// A session's data plane over the device's transfer queues for its two endpoints.
-    private static func makeDataPlane(
-        _ device: any USBDeviceConnection, in inEndpoint: USBEndpoint, out outEndpoint: USBEndpoint, place: String,
-        options: AccessorySession.Options, description: String, clock: any Clock<Duration>, calls: EndpointCalls,
-        onNoDevice: @escaping @Sendable (DeviceGoneSign, DataPlane) -> Void
-    ) throws(AccessoryError) -> DataPlane {
-        let configuration = DataPlane.Configuration(
-            options: options, inPacketSize: inEndpoint.packetSize, outPacketSize: outEndpoint.packetSize,
-            sessionDescription: description)
-        let (input, output) = (configuration.input, configuration.output)
-        let inQueue: any EndpointQueue = AbsentEndpointQueue.isPlaceholder(inEndpoint.address)
-            ? AbsentEndpointQueue(direction: .in, interface: place, device: description, capacity: input.transfersInFlight)
-            : try device.makeEndpointQueue(
-                endpoint: inEndpoint.address, type: inEndpoint.transferType, maxPacketSize: inEndpoint.packetSize,
-                transfers: input.transfersInFlight, transferSize: input.transferLength)
-        let outQueue: any EndpointQueue = AbsentEndpointQueue.isPlaceholder(outEndpoint.address)
-            ? AbsentEndpointQueue(direction: .out, interface: place, device: description, capacity: output.transfersInFlight)
-            : try device.makeEndpointQueue(
-                endpoint: outEndpoint.address, type: outEndpoint.transferType, maxPacketSize: outEndpoint.packetSize,
-                transfers: output.transfersInFlight, transferSize: output.transferSize)
-        return DataPlane(
-            input: inQueue, output: outQueue, configuration: configuration, sleep: { try await clock.sleep(for: $0) },
-            calls: calls, onNoDevice: onNoDevice)
-    }
-
     // MARK: Hooks for the manager
 
     /// Ends every session on a connection that the manager has just disconnected.
@@ -387,7 +206,7 @@ extension AccessoryManager {
 
     /// Opens the device behind a connection, from libusb's list or, when libusb's cache
     /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile. (Sessions
-    /// open theirs off the actor, in `prepareSession`; the hardware tests use this.)
+    /// open theirs off the actor, with a ``SessionOpener``; the hardware tests use this.)
     func openDevice(_ id: ConnectionID) throws(AccessoryError) -> any USBDeviceConnection {
         guard let info = tracker.device(id), let address = info.descriptor.address else {
             throw AccessoryError(.notFound, "no accessory is connected with connection ID \(id)", operation: "open")

@@ -13,9 +13,9 @@ extension AccessorySession {
     /// One IN transfer on `endpoint`: at most `length` bytes, exactly as the device sent them
     /// (a short packet ends the transfer; `[]` is a zero-length packet).
     ///
-    /// Each call is one transfer, submitted at once, as WebUSB's `transferIn` is. Calls on
-    /// different endpoints run concurrently; calls on one endpoint complete in the order they
-    /// were made. Nothing is read from an endpoint before a call (or a stream read) on it.
+    /// Each call is one transfer, as WebUSB's `transferIn` is. Calls on different endpoints
+    /// run concurrently; calls on one endpoint reach the device, and complete, in the order
+    /// they were made. Nothing is read from an endpoint before a call (or a stream read) on it.
     ///
     /// ```swift
     /// let event = try await session.transferIn(0x83, length: 64, timeout: .seconds(1))
@@ -40,12 +40,13 @@ extension AccessorySession {
         try ArgumentCheck.check(length, in: 0...ArgumentCheck.maxTransferInLength, "length", operation: operation, code: .io)
         let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
         let target = try callEndpoint(endpoint, isIn: true, operation)
-        if endpoint == inEndpoint, pipe.isReading {
-            throw AccessoryError(
+        let streams = endpoint == inEndpoint ? pipe : nil
+        return try await pipe.calls.transfer(target, bytes: nil, length: length, timeout: timeout) {
+            guard let streams, streams.isReading else { return nil }
+            return AccessoryError(
                 .busy, "\(self) reads \(target) for its input stream now; transferIn on it waits until the stream stops",
                 operation: operation)
-        }
-        return try await pipe.calls.transfer(target, bytes: nil, length: length, timeout: timeout).get()
+        }.get()
     }
 
     /// One OUT transfer of exactly `bytes` on `endpoint` (`[]` sends a zero-length packet).
@@ -67,34 +68,32 @@ extension AccessorySession {
         try ArgumentCheck.check(bytes.count, in: 0...ArgumentCheck.maxTransferOutLength, "byte count", operation: operation)
         let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
         let target = try callEndpoint(endpoint, isIn: false, operation)
-        if endpoint == outEndpoint, pipe.isWriting {
-            throw AccessoryError(
-                .busy, "\(self) has output queued on \(target); flush() before transferOut on it", operation: operation)
-        }
-        _ = try await pipe.calls.transfer(target, bytes: bytes, length: bytes.count, timeout: timeout).get()
+        let streams = endpoint == outEndpoint ? pipe : nil
+        _ = try await pipe.calls.transfer(target, bytes: bytes, length: bytes.count, timeout: timeout) {
+            guard let streams, streams.isWriting else { return nil }
+            return AccessoryError(.busy, "\(self) has output queued on \(target); flush() before transferOut on it", operation: operation)
+        }.get()
     }
 
     /// Clears a halt (stall) on `endpoint`, any endpoint of ``endpoints``. On an endpoint the
     /// streams use, the streams pause meanwhile, as ``clearStall()`` does.
     ///
+    /// While it runs, a new call on `endpoint` is `.busy`. The clear (an ioctl that waits
+    /// for the device) runs off the cooperative pool.
+    ///
     /// - Throws: ``AccessoryError``: `.notFound` naming the endpoint; `.busy` while calls are
-    ///   in flight on it (a halted endpoint ends them with `.stall`);
+    ///   in flight on it (a halted endpoint ends them with `.stall`) or another clear is;
     ///   `.accessoryDisconnected(reason)`; `.sessionClosed`.
     public func clearHalt(_ endpoint: UInt8) async throws(AccessoryError) {
         let operation = "clear halt"
-        let target = try callEndpoint(endpoint, isIn: nil, operation)
-        if pipe.calls.hasCalls(on: endpoint) {
-            throw AccessoryError(.busy, "calls are in flight on \(target) of \(self); clear the halt once they have ended", operation: operation)
-        }
+        _ = try callEndpoint(endpoint, isIn: nil, operation)
+        // New calls on the endpoint are .busy until the halt is cleared.
+        if let refusal = pipe.calls.beginClearingHalt(endpoint) { throw refusal }
+        defer { pipe.calls.endClearingHalt(endpoint) }
         let streams = endpoint == inEndpoint || endpoint == outEndpoint
         if streams { try await pipe.beginClearingStall().get() }
         defer { if streams { pipe.endClearingStall() } }
-        let device = try openDevice(operation)
-        do {
-            try device.clearHalt(endpoint: endpoint)
-        } catch {
-            throw await deviceFailed(error, operation: operation)
-        }
+        try await onDevice(operation) { device throws(AccessoryError) in try device.clearHalt(endpoint: endpoint) }
     }
 
     /// Selects an alternate setting of the claimed interface (USB SET_INTERFACE); ``endpoints``
@@ -118,12 +117,8 @@ extension AccessorySession {
         defer { calls.endSwitching(to: selected) }
         try await pipe.beginClearingStall().get()
         defer { pipe.endClearingStall() }
-        let device = try openDevice(operation)
-        do {
-            try device.setAlternateSetting(setting, interface: interfaceNumber)
-        } catch {
-            throw await deviceFailed(error, operation: operation)
-        }
+        let number = interfaceNumber
+        try await onDevice(operation) { device throws(AccessoryError) in try device.setAlternateSetting(setting, interface: number) }
         selected = setting
     }
 

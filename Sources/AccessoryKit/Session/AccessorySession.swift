@@ -105,7 +105,8 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``AccessoryError``: `.accessoryDisconnected(reason)`; `.timeout`;
     ///   `.cancelled` when the task is cancelled; `.stall`; `.busy` when another task is
-    ///   reading. Only a disconnection is final; a timeout or cancellation loses nothing.
+    ///   reading, or a `transferIn` call is in flight on the stream's endpoint. Only a
+    ///   disconnection is final; a timeout or cancellation loses nothing.
     public func read() async throws(AccessoryError) -> [UInt8]? {
         try await pipe.read(timeout: ArgumentCheck.timeout(options.readTimeout, "readTimeout", operation: "read")).get()
     }
@@ -150,7 +151,8 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``AccessoryError``: a failure of earlier output not yet reported (then
     ///   these bytes are not queued); `.timeout`; `.cancelled` when the task is cancelled
-    ///   while waiting; `.stall`; `.accessoryDisconnected(reason)`; `.sessionClosed`. A
+    ///   while waiting; `.stall`; `.busy` while a `transferOut` call is in flight on the
+    ///   stream's endpoint; `.accessoryDisconnected(reason)`; `.sessionClosed`. A
     ///   failed output drops what it had not sent, so nothing after a gap is ever sent, and
     ///   ``AccessoryError/bytesTransferred`` says how much got through.
     public func write(_ bytes: [UInt8]) async throws(AccessoryError) {
@@ -204,15 +206,17 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     /// input (nothing is lost), then starts both again. A stall error the output kept for
     /// the next write is dropped.
     public func clearStall() async throws(AccessoryError) {
+        let endpoints = [outEndpoint, inEndpoint].filter { !AbsentEndpointQueue.isPlaceholder($0) }
+        var held: [UInt8] = []
+        defer { for endpoint in held { pipe.calls.endClearingHalt(endpoint) } }
+        for endpoint in endpoints {
+            if let refusal = pipe.calls.beginClearingHalt(endpoint) { throw refusal }
+            held.append(endpoint)
+        }
         try await pipe.beginClearingStall().get()
         defer { pipe.endClearingStall() }
-        let device = try openDevice("clear stall")
-        do {
-            for endpoint in [outEndpoint, inEndpoint] where !AbsentEndpointQueue.isPlaceholder(endpoint) {
-                try device.clearHalt(endpoint: endpoint)
-            }
-        } catch {
-            throw await deviceFailed(error, operation: "clear halt")
+        try await onDevice("clear halt") { device throws(AccessoryError) in
+            for endpoint in endpoints { try device.clearHalt(endpoint: endpoint) }
         }
     }
 
@@ -224,14 +228,26 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
         return device
     }
 
-    /// What a failed call on the device means for the session: a vanished device ends it, with
-    /// the reason the manager's verdict carries (this device's own evidence is the fallback);
-    /// any other error is returned as it is.
+    /// Runs a blocking call on the open device, off the cooperative pool (``BlockingCall``).
+    /// - Throws: the call's error; when the device is (maybe) gone, the manager's verdict,
+    ///   which ends the session (see ``deviceFailed(_:operation:)``).
+    func onDevice(
+        _ operation: String, _ body: @escaping @Sendable (any USBDeviceConnection) throws(AccessoryError) -> Void
+    ) async throws(AccessoryError) {
+        let device = try openDevice(operation)
+        do {
+            try await BlockingCall.run { () throws(AccessoryError) in try body(device) }
+        } catch {
+            throw await deviceFailed(error, operation: operation)
+        }
+    }
+
+    /// What a failed call on the device means for the session: a sign that the device is
+    /// gone goes to the manager, as a transfer's does, and the session ends with the
+    /// manager's verdict, which this returns; any other error is returned as it is.
     func deviceFailed(_ error: AccessoryError, operation: String) async -> AccessoryError {
-        guard let reason = error.code.disconnectReason else { return error }
-        await manager.reportNoDevice(accessory.connectionID, operation: error.operation ?? operation)
-        pipe.fail(disconnectedError(reason))
-        return pipe.failure ?? disconnectedError(reason)
+        guard error.code.disconnectReason != nil else { return error }
+        return await pipe.deviceGone(DeviceGoneSign(operation: error.operation ?? operation))
     }
 
     /// Whether ``close()`` has finished.

@@ -9,7 +9,8 @@ extension AccessorySession {
     /// - `.timeout` (see ``Options/readTimeout``), `.cancelled` when the reading task was
     ///   cancelled, `.stall` until ``AccessorySession/clearStall()``: nothing is lost, and
     ///   iterating ``AccessorySession/input`` again goes on where it stopped;
-    /// - `.busy` when another task is reading at the same time.
+    /// - `.busy` when another task is reading at the same time, or a `transferIn` call is in
+    ///   flight on the stream's endpoint.
     ///
     /// One task should read at a time; iterators share the session's buffer.
     public struct Input: AsyncSequence, Sendable {

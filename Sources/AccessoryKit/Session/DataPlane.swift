@@ -92,6 +92,8 @@ final class DataPlane: Sendable {
         /// Whether a thread is performing ``work``.
         var performing = false
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Waiting in ``deviceGone(_:)`` for the verdict.
+        var verdictWaiters: [CheckedContinuation<AccessoryError, Never>] = []
         var failure: AccessoryError?
         var closed = false
         var reportedGone = false
@@ -107,6 +109,7 @@ final class DataPlane: Sendable {
         var reads: [(ReadContinuation, ReadResult)] = []
         var writes: [(WriteContinuation, WriteResult)] = []
         var drains: [CheckedContinuation<Void, Never>] = []
+        var verdicts: [(CheckedContinuation<AccessoryError, Never>, AccessoryError)] = []
         var perform = false
         var gone: DeviceGoneSign?
     }
@@ -173,9 +176,11 @@ final class DataPlane: Sendable {
     /// - Parameter timeout: how long to wait; `nil` waits forever.
     /// - Returns: `.cancelled` when the task is cancelled, `.timeout` when nothing arrived
     ///   in time (either way after the IN transfers have been stopped; their data stays
-    ///   buffered), `.busy` when another task is already reading.
+    ///   buffered), `.busy` when another task is already reading or a one-transfer call is
+    ///   in flight on the IN endpoint.
     func read(exactly: Int? = nil, timeout: Duration?) async -> ReadResult {
-        let (id, immediate) = event { s, fx -> (UInt64, ReadResult?) in
+        // Begun while no call uses the endpoint, or not at all.
+        let begun = calls.unlessCalls(on: inQueue.endpoint) { event { s, fx -> (UInt64, ReadResult?) in
             let id = s.newID()
             var actions = s.input.read(id, exactly: exactly)
             // Data at once (the common case): no continuation, no table entry.
@@ -186,6 +191,11 @@ final class DataPlane: Sendable {
             }
             absorb(actions, &s, &fx)
             return (id, mine)
+        } }
+        guard let (id, immediate) = begun else {
+            return .failure(AccessoryError(
+                .busy, "transferIn calls are in flight on \(inQueue.operation) of \(configuration.sessionDescription); read once they have ended",
+                operation: "read"))
         }
         if let immediate { return decorated(immediate) }
         let timer = timeout.map { limit in
@@ -235,7 +245,10 @@ final class DataPlane: Sendable {
 
     private func inputCompleted(_ c: TransferCompletion) {
         event { s, fx in
-            absorb(s.input.completed(c.status, data: c.data, operation: inQueue.operation, device: inQueue.device), &s, &fx)
+            absorb(
+                s.input.completed(
+                    c.status, data: c.data, operation: inQueue.operation, device: inQueue.device, endpoint: inQueue.endpoint),
+                &s, &fx)
         }
     }
 
@@ -248,7 +261,12 @@ final class DataPlane: Sendable {
     ///   call had to wait and ran out of time or was cancelled (the output is then stopped,
     ///   with `bytesTransferred`).
     func write(_ bytes: ArraySlice<UInt8>, timeout: Duration?) async -> WriteResult {
-        await wait(timeout: timeout, operation: "write") { id, s in s.output.write(id, bytes) }
+        let busy = AccessoryError(
+            .busy, "transferOut calls are in flight on \(outQueue.operation) of \(configuration.sessionDescription); write once they have ended",
+            operation: "write")
+        return await wait(timeout: timeout, operation: "write", unlessCallsOn: outQueue.endpoint, busy: busy) { id, s in
+            s.output.write(id, bytes)
+        }
     }
 
     /// Waits until everything queued has been sent, or throws what stopped it.
@@ -256,17 +274,24 @@ final class DataPlane: Sendable {
         await wait(timeout: timeout, operation: "flush") { id, s in s.output.flush(id) }
     }
 
+    /// - Parameter endpoint: with `busy`: the call begins only while no one-transfer call
+    ///   uses that endpoint, and is `busy` otherwise.
     private func wait(
-        timeout: Duration?, operation: String, _ body: (UInt64, inout State) -> OutputStateMachine.Actions
+        timeout: Duration?, operation: String, unlessCallsOn endpoint: UInt8? = nil, busy: AccessoryError? = nil,
+        _ body: (UInt64, inout State) -> OutputStateMachine.Actions
     ) async -> WriteResult {
-        let (id, immediate) = event { s, fx -> (UInt64, WriteResult?) in
-            let id = s.newID()
-            var actions = body(id, &s)
-            // Done at once (the common case): no continuation, no table entry.
-            let mine = actions.resumptions.firstIndex { $0.id == id }.map { actions.resumptions.remove(at: $0).result }
-            absorb(actions, &s, &fx)
-            return (id, mine)
+        func begin() -> (UInt64, WriteResult?) {
+            event { s, fx -> (UInt64, WriteResult?) in
+                let id = s.newID()
+                var actions = body(id, &s)
+                // Done at once (the common case): no continuation, no table entry.
+                let mine = actions.resumptions.firstIndex { $0.id == id }.map { actions.resumptions.remove(at: $0).result }
+                absorb(actions, &s, &fx)
+                return (id, mine)
+            }
         }
+        let begun = if let endpoint { calls.unlessCalls(on: endpoint, begin) } else { begin() }
+        guard let (id, immediate) = begun else { return .failure(busy ?? closedError(operation)) }
         if let immediate { return immediate }
         let timer = timeout.map { limit in
             Task { [weak self] in
@@ -298,7 +323,10 @@ final class DataPlane: Sendable {
 
     private func outputCompleted(_ c: TransferCompletion) {
         event { s, fx in
-            absorb(s.output.completed(c.status, length: c.length, operation: outQueue.operation, device: outQueue.device), &s, &fx)
+            absorb(
+                s.output.completed(
+                    c.status, length: c.length, operation: outQueue.operation, device: outQueue.device, endpoint: outQueue.endpoint),
+                &s, &fx)
         }
     }
 
@@ -338,6 +366,8 @@ final class DataPlane: Sendable {
             s.failure = error
             absorb(s.input.fail(error), &s, &fx)
             absorb(s.output.finish(error), &s, &fx)
+            fx.verdicts += s.verdictWaiters.map { ($0, error) }
+            s.verdictWaiters.removeAll()
         }
         calls.fail(error)
     }
@@ -348,6 +378,22 @@ final class DataPlane: Sendable {
         event { s, fx in gone(sign, &s, &fx) }
     }
 
+    /// A call on the device (clear halt, SET_INTERFACE) found it (maybe) gone: the owner is
+    /// told, as for a transfer, and this returns the verdict it ends the data plane with
+    /// (``fail(_:)``), or `.sessionClosed` when the data plane closes first.
+    func deviceGone(_ sign: DeviceGoneSign) async -> AccessoryError {
+        await withCheckedContinuation { (c: CheckedContinuation<AccessoryError, Never>) in
+            event { s, fx in
+                if let ended = s.failure ?? (s.closed ? closedError(sign.operation) : nil) {
+                    fx.verdicts.append((c, ended))
+                    return
+                }
+                s.verdictWaiters.append(c)
+                gone(sign, &s, &fx)
+            }
+        }
+    }
+
     /// Closes: a waiting read returns `nil`, waiting writes and flushes throw
     /// `.sessionClosed`, queued output is dropped, every transfer in flight is cancelled,
     /// and this returns once all of them have completed. Idempotent.
@@ -355,6 +401,8 @@ final class DataPlane: Sendable {
         event { s, fx in
             guard !s.closed else { return }
             s.closed = true
+            fx.verdicts += s.verdictWaiters.map { ($0, s.failure ?? closedError("close")) }
+            s.verdictWaiters.removeAll()
             absorb(s.input.close(), &s, &fx)
             absorb(s.output.finish(closedError("write"), replacing: true), &s, &fx)
         }
@@ -386,14 +434,11 @@ final class DataPlane: Sendable {
     /// Runs `body` under the lock, then does what it recorded.
     @discardableResult
     private func event<R>(_ body: (inout State, inout Effects) -> R) -> R {
-        var fx = Effects()
-        let result = state.withLock { s in
+        state.withLock(Effects(), { s, fx in
             let r = body(&s, &fx)
             finalize(&s, &fx)
             return r
-        }
-        run(fx)
-        return result
+        }, then: run)
     }
 
     private func absorb(_ a: InputStateMachine.Actions, _ s: inout State, _ fx: inout Effects) {
@@ -435,6 +480,7 @@ final class DataPlane: Sendable {
         for (c, result) in fx.reads { c.resume(returning: result) }
         for (c, result) in fx.writes { c.resume(returning: result) }
         for c in fx.drains { c.resume() }
+        for (c, verdict) in fx.verdicts { c.resume(returning: verdict) }
         if fx.perform { perform() }
         if let sign = fx.gone { onNoDevice(sign, self) }
     }

@@ -6,14 +6,18 @@ import Synchronization
 /// ``AccessorySession/transferOut(_:_:timeout:)``): one ``EndpointTransfers`` per endpoint,
 /// made at its first call, and the calls waiting on them.
 ///
-/// - Each call is one transfer, submitted at once with the call's timeout. Calls on
-///   different endpoints run concurrently. On one endpoint the device completes them in
-///   order, and a call that got data is resumed only after every older call on that
-///   endpoint; a call that failed (cancelled, timed out, stalled) is resumed at once.
-/// - Nothing is submitted on an endpoint before a call on it.
+/// - Each call is one transfer with the call's timeout. Calls on different endpoints run
+///   concurrently. On one endpoint they reach the device in the order they were made (one
+///   thread at a time submits an endpoint's queued calls, oldest first), and a call that
+///   got data is resumed only after every older call on that endpoint has ended; a call
+///   that failed (cancelled, timed out, stalled) is resumed at once.
+/// - Nothing is submitted on an endpoint before a call on it; none while its halt is
+///   cleared (``beginClearingHalt(_:)``: such a call is `.busy`).
 /// - A transfer that finds the device (maybe) gone does what a stream's does: the session is
 ///   told once (``setDeviceGoneHandler(_:)``), the call waits, and ``fail(_:)`` ends it, and
 ///   every call after it, with the manager's reason.
+/// - A failed IN call drops what its transfer received; ``AccessoryError/bytesTransferred``
+///   says how much.
 ///
 /// Locking: one lock guards the calls; transfers are submitted and cancelled, and calls
 /// resumed, after releasing it. Completions arrive on the backend's event thread.
@@ -31,17 +35,16 @@ final class EndpointCalls: Sendable {
     private let onGone = Locked(GoneHandler())
     private let ids = Atomic<UInt64>(0)
 
-    /// Who hears of a vanished device; a struct, as a bare closure in a lock grows by two
-    /// thunks at every access.
+    /// Who hears of a vanished device; a struct, as ``CompletionHandlerSlot`` is.
     private struct GoneHandler {
         var call: (@Sendable (DeviceGoneSign) -> Void)?
     }
 
-    /// One call: waiting to be submitted, in flight, or parked until the session fails.
+    /// One call: queued for its submit, in flight, or parked until the session fails.
     private struct Call {
         var endpoint: UInt8
         var timeout: Duration?
-        var continuation: Continuation?
+        var continuation: Continuation
         var submitted = false
         /// Cancellation asked for before the transfer was submitted.
         var cancelRequested = false
@@ -49,12 +52,25 @@ final class EndpointCalls: Sendable {
         var parked = false
     }
 
-    /// One endpoint's transfers and its calls in flight, oldest first.
+    /// A call's transfer, waiting for its endpoint's submitting thread.
+    private struct Submission {
+        var id: UInt64
+        var bytes: [UInt8]?
+        var length: Int
+        var timeout: Duration?
+    }
+
+    /// One endpoint's transfers and its calls, oldest first.
     private struct Lane {
         let transfers: any EndpointTransfers
+        /// Calls not yet ended (queued, in flight or parked), in call order.
         var order: Deque<UInt64> = []
-        /// Results that wait for an older call to be resumed first.
+        /// Results that wait for an older call to end first.
         var held: [UInt64: CallResult] = [:]
+        /// Transfers to submit, in call order.
+        var queued: Deque<Submission> = []
+        /// Whether a thread is submitting ``queued``.
+        var submitting = false
     }
 
     private struct State {
@@ -63,14 +79,15 @@ final class EndpointCalls: Sendable {
         var alternate: UInt8
         var lanes: [UInt8: Lane] = [:]
         var calls: [UInt64: Call] = [:]
-        var nextID: UInt64 = 0
-        /// Transfers submitted whose completion has not come.
+        /// Calls registered whose transfer has not come back (or was never submitted).
         var outstanding = 0
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
         /// A transfer found the device gone: new calls park until ``fail(_:)``.
         var gone = false
         /// ``beginSwitching()`` holds the calls off.
         var switching = false
+        /// Endpoints whose halt is being cleared: calls on them are `.busy`.
+        var clearingHalt: Set<UInt8> = []
         var failure: AccessoryError?
         var closed = false
     }
@@ -82,6 +99,8 @@ final class EndpointCalls: Sendable {
         var cancelAll: [any EndpointTransfers] = []
         var drains: [CheckedContinuation<Void, Never>] = []
         var gone: DeviceGoneSign?
+        /// The endpoint whose queued transfers this thread now submits.
+        var submit: UInt8?
 
         func run(_ onGone: Locked<GoneHandler>) {
             for (c, r) in resume { c.resume(returning: r) }
@@ -119,23 +138,39 @@ final class EndpointCalls: Sendable {
     /// The endpoints of the current alternate setting.
     var endpoints: [AccessoryEndpoint] { settings[alternate] ?? [] }
 
-    /// Calls submitted (or being submitted) whose transfer has not come back.
+    /// Calls registered whose transfer has not come back.
     var inFlight: Int { state.withLock { $0.outstanding } }
 
-    /// Whether a call is in flight on `endpoint`.
-    func hasCalls(on endpoint: UInt8) -> Bool {
-        state.withLock { !($0.lanes[endpoint]?.order.isEmpty ?? true) }
+    /// Runs `body` unless a call is in flight on `endpoint`, holding new calls off while it
+    /// runs: a stream starting a read or write on that endpoint, so that it and a call never
+    /// both begin. (The streams' lock is taken inside this one, never this one inside theirs.)
+    /// - Returns: `nil` when a call is in flight.
+    func unlessCalls<R>(on endpoint: UInt8, _ body: () -> R) -> R? {
+        state.withLock { s in (s.lanes[endpoint]?.order.isEmpty ?? true) ? body() : nil }
     }
 
     // MARK: Calls
 
     /// One transfer on `endpoint`: IN when `bytes` is `nil` (up to `length` bytes), else OUT.
+    /// - Parameter streamRefusal: why a stream's use of the endpoint refuses the call, asked
+    ///   under this lock (see ``unlessCalls(on:_:)``).
     /// - Returns: the bytes received (IN) or `[]` (OUT); the failure otherwise.
-    func transfer(_ endpoint: AccessoryEndpoint, bytes: [UInt8]?, length: Int, timeout: Duration?) async -> CallResult {
+    func transfer(
+        _ endpoint: AccessoryEndpoint, bytes: [UInt8]?, length: Int, timeout: Duration?,
+        streamRefusal: () -> AccessoryError? = { nil }
+    ) async -> CallResult {
         let id = ids.add(1, ordering: .relaxed).newValue
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: Continuation) in
-                start(id, endpoint, bytes: bytes, length: length, timeout: timeout, c)
+                let submission = Submission(id: id, bytes: bytes, length: length, timeout: timeout)
+                let lane: UInt8? = event { s, fx in
+                    if let refusal = streamRefusal() {
+                        fx.resume.append((c, .failure(refusal)))
+                        return nil
+                    }
+                    return start(submission, endpoint, c, &s, &fx)
+                }
+                if let lane { submitQueued(lane) }
             }
         } onCancel: {
             event { s, fx in
@@ -151,61 +186,84 @@ final class EndpointCalls: Sendable {
         }
     }
 
-    /// Registers call `id` and submits its transfer, or ends it at once.
+    /// Registers a call and queues its transfer, or ends it at once.
+    /// - Returns: the endpoint, when this thread is to submit its queued transfers.
     private func start(
-        _ id: UInt64, _ endpoint: AccessoryEndpoint, bytes: [UInt8]?, length: Int, timeout: Duration?, _ c: Continuation
-    ) {
-        let address = endpoint.address
-        let transfers: (any EndpointTransfers)? = event { s, fx in
-            if let refusal = refusal(s) {
-                fx.resume.append((c, .failure(refusal)))
-                return nil
-            }
-            if s.gone {
-                s.calls[id] = Call(endpoint: address, timeout: timeout, continuation: c, parked: true)
-                return nil
-            }
-            if s.lanes[address] == nil {
-                switch makeLane(endpoint, on: s.device) {
-                case .success(let lane): s.lanes[address] = lane
-                case .failure(let error):
-                    fx.resume.append((c, .failure(error)))
-                    return nil
-                }
-            }
-            s.calls[id] = Call(endpoint: address, timeout: timeout, continuation: c)
-            s.lanes[address]!.order.append(id)
-            s.outstanding += 1
-            return s.lanes[address]!.transfers
+        _ submission: Submission, _ endpoint: AccessoryEndpoint, _ c: Continuation, _ s: inout State, _ fx: inout Effects
+    ) -> UInt8? {
+        let (id, address) = (submission.id, endpoint.address)
+        if let refusal = refusal(s) ?? haltRefusal(address, s) {
+            fx.resume.append((c, .failure(refusal)))
+            return nil
         }
-        guard let transfers else { return }
-        if Task.isCancelled {
-            event { s, fx in
-                s.outstanding -= 1
-                finish(id, .failure(cancelledError(endpoint)), &s, &fx)
-                settleDrain(&s, &fx)
+        if s.gone {
+            s.calls[id] = Call(endpoint: address, timeout: submission.timeout, continuation: c, parked: true)
+            return nil
+        }
+        if s.lanes[address] == nil {
+            switch makeLane(endpoint, on: s.device) {
+            case .success(let lane): s.lanes[address] = lane
+            case .failure(let error):
+                fx.resume.append((c, .failure(error)))
+                return nil
             }
+        }
+        s.calls[id] = Call(endpoint: address, timeout: submission.timeout, continuation: c, cancelRequested: Task.isCancelled)
+        s.outstanding += 1
+        s.lanes[address]!.order.append(id)
+        s.lanes[address]!.queued.append(submission)
+        guard !s.lanes[address]!.submitting else { return nil }
+        s.lanes[address]!.submitting = true
+        return address
+    }
+
+    /// Submits the endpoint's queued transfers, oldest first, until none is left: one thread
+    /// at a time, so that they reach the device in call order.
+    private func submitQueued(_ address: UInt8) {
+        while let work = event({ s, fx in nextSubmission(address, &s, &fx) }) {
+            let (next, transfers) = work
+            let error =
+                if let bytes = next.bytes { transfers.submit(bytes[...], timeout: next.timeout, tag: next.id) } else {
+                    transfers.submit(length: next.length, timeout: next.timeout, tag: next.id)
+                }
+            event { s, fx in submitted(next.id, error, transfers, &s, &fx) }
+        }
+    }
+
+    /// The next queued transfer to submit, ending the calls that must not be submitted.
+    private func nextSubmission(_ address: UInt8, _ s: inout State, _ fx: inout Effects) -> (Submission, any EndpointTransfers)? {
+        while let next = s.lanes[address]?.queued.popFirst() {
+            guard let call = s.calls[next.id] else { continue }
+            if let refusal = refusal(s) ?? (call.cancelRequested ? cancelledError(address, s) : nil) {
+                s.outstanding -= 1
+                finish(next.id, .failure(refusal), &s, &fx)
+            } else if s.gone {
+                s.outstanding -= 1
+                s.calls[next.id]!.parked = true
+            } else {
+                return (next, s.lanes[address]!.transfers)
+            }
+        }
+        s.lanes[address]?.submitting = false
+        settleDrain(&s, &fx)
+        return nil
+    }
+
+    /// Call `id`'s transfer was submitted, or failed to be (`error`).
+    private func submitted(_ id: UInt64, _ error: AccessoryError?, _ transfers: any EndpointTransfers, _ s: inout State, _ fx: inout Effects) {
+        if let error {
+            s.outstanding -= 1
+            if error.code.disconnectReason != nil {
+                deviceGone(id, DeviceGoneSign(operation: error.operation ?? transfers.operation), &s, &fx)
+            } else {
+                finish(id, .failure(error), &s, &fx)
+            }
+            settleDrain(&s, &fx)
             return
         }
-        let error =
-            if let bytes { transfers.submit(bytes, timeout: timeout, tag: id) } else {
-                transfers.submit(length: length, timeout: timeout, tag: id)
-            }
-        event { s, fx in
-            if let error {
-                s.outstanding -= 1
-                if error.code.disconnectReason != nil {
-                    deviceGone(id, DeviceGoneSign(operation: error.operation ?? transfers.operation), &s, &fx)
-                } else {
-                    finish(id, .failure(error), &s, &fx)
-                }
-                settleDrain(&s, &fx)
-                return
-            }
-            guard s.calls[id] != nil else { return }  // completed already
-            s.calls[id]!.submitted = true
-            if s.calls[id]!.cancelRequested { fx.cancel.append((transfers, id)) }
-        }
+        guard s.calls[id] != nil else { return }  // completed already
+        s.calls[id]!.submitted = true
+        if s.calls[id]!.cancelRequested { fx.cancel.append((transfers, id)) }
     }
 
     /// Why a new call cannot start now, if it cannot.
@@ -216,6 +274,13 @@ final class EndpointCalls: Sendable {
             return AccessoryError(.busy, "\(sessionDescription) is selecting an alternate setting", operation: "transfer")
         }
         return nil
+    }
+
+    private func haltRefusal(_ address: UInt8, _ s: State) -> AccessoryError? {
+        guard s.clearingHalt.contains(address) else { return nil }
+        return AccessoryError(
+            .busy, "the halt on \(hexByte(address)) of \(sessionDescription) is being cleared; call again once clearHalt has returned",
+            operation: "transfer")
     }
 
     private func makeLane(_ endpoint: AccessoryEndpoint, on device: (any USBDeviceConnection)?) -> Result<Lane, AccessoryError> {
@@ -250,62 +315,43 @@ final class EndpointCalls: Sendable {
                 // Cancelled while the manager confirms: it waits for the verdict too.
                 deviceGone(tag, DeviceGoneSign(operation: operation, status: c.status), &s, &fx)
             default:
-                var error = s.failure ?? (s.closed ? closedError() : statusError(c.status, call, operation: operation, device: device))
+                var error = s.failure ?? (s.closed ? closedError() : c.status.error(
+                    operation: operation, device: device, endpoint: call.endpoint, timeout: call.timeout,
+                    session: sessionDescription) ?? AccessoryError(.io, "the transfer on \(device) failed", operation: operation))
                 if s.failure == nil, !s.closed, c.status == .cancelled || c.status == .timedOut { error.bytesTransferred = c.length }
                 finish(tag, .failure(error), &s, &fx)
             }
         }
     }
 
-    /// The error a transfer's status means for a call, in the words of the session.
-    private func statusError(_ status: TransferStatus, _ call: Call, operation: String, device: String) -> AccessoryError {
-        let limit = call.timeout.map { " within \($0)" } ?? ""
-        switch status {
-        case .cancelled:
-            return AccessoryError(.cancelled, "\(operation) on \(sessionDescription) was cancelled", operation: operation)
-        case .timedOut:
-            let what = call.endpoint & 0x80 != 0 ? "no data came" : "the accessory did not take the data"
-            return AccessoryError(.timeout, "\(sessionDescription): \(what)\(limit)", operation: operation)
-        case .stall:
-            return AccessoryError(
-                .stall, "the endpoint on \(device) stalled; call clearHalt(\(hexByte(call.endpoint))) to go on", operation: operation)
-        default:
-            return status.error(operation: operation, device: device)
-                ?? AccessoryError(.io, "the transfer on \(device) failed", operation: operation)
-        }
-    }
-
     /// Ends call `id` with `result`: a failure at once, data once every older call on its
-    /// endpoint has been resumed.
+    /// endpoint has ended. Then resumes the held calls that were waiting for it.
     private func finish(_ id: UInt64, _ result: CallResult, _ s: inout State, _ fx: inout Effects) {
         guard let call = s.calls[id] else { return }
-        guard !call.parked, s.lanes[call.endpoint] != nil else {
-            s.calls[id] = nil
-            if let c = call.continuation { fx.resume.append((c, result)) }
+        let address = call.endpoint
+        if case .success = result, let order = s.lanes[address]?.order, order.first != id, order.contains(id) {
+            s.lanes[address]!.held[id] = result
             return
         }
-        if case .failure = result {
-            s.lanes[call.endpoint]!.order.removeAll { $0 == id }
-            s.calls[id] = nil
-            if let c = call.continuation { fx.resume.append((c, result)) }
-        } else {
-            s.lanes[call.endpoint]!.held[id] = result
-        }
+        s.calls[id] = nil
+        fx.resume.append((call.continuation, result))
+        guard s.lanes[address] != nil else { return }
+        s.lanes[address]!.order.removeAll { $0 == id }
+        s.lanes[address]!.held[id] = nil
         // Data goes out in call order.
-        while let first = s.lanes[call.endpoint]!.order.first, let ready = s.lanes[call.endpoint]!.held.removeValue(forKey: first) {
-            s.lanes[call.endpoint]!.order.removeFirst()
+        while let first = s.lanes[address]!.order.first, let ready = s.lanes[address]!.held.removeValue(forKey: first) {
+            s.lanes[address]!.order.removeFirst()
             if let c = s.calls.removeValue(forKey: first)?.continuation { fx.resume.append((c, ready)) }
         }
     }
 
-    /// Call `id` found the device (maybe) gone: it waits for ``fail(_:)``, and so does every
-    /// call after it; the session is told once.
+    /// Call `id` found the device (maybe) gone: it waits for ``fail(_:)``, in its place in
+    /// call order, and so does every call after it; the session is told once.
     private func deviceGone(_ id: UInt64, _ sign: DeviceGoneSign, _ s: inout State, _ fx: inout Effects) {
         if let failure = s.failure ?? (s.closed ? closedError() : nil) {
             finish(id, .failure(failure), &s, &fx)
             return
         }
-        if let endpoint = s.calls[id]?.endpoint { s.lanes[endpoint]?.order.removeAll { $0 == id } }
         s.calls[id]?.parked = true
         guard !s.gone else { return }
         s.gone = true
@@ -316,6 +362,12 @@ final class EndpointCalls: Sendable {
 
     private func cancelledError(_ endpoint: AccessoryEndpoint) -> AccessoryError {
         AccessoryError(.cancelled, "\(endpoint) on \(sessionDescription) was cancelled", operation: "\(endpoint)")
+    }
+
+    /// Under the lock: it reads the alternate setting from `s`.
+    private func cancelledError(_ address: UInt8, _ s: State) -> AccessoryError {
+        let endpoint = settings[s.alternate]?.first { $0.address == address }.map { "\($0)" } ?? hexByte(address)
+        return AccessoryError(.cancelled, "\(endpoint) on \(sessionDescription) was cancelled", operation: endpoint)
     }
 
     private func closedError() -> AccessoryError {
@@ -347,10 +399,10 @@ final class EndpointCalls: Sendable {
         await waitUntilDrained()
     }
 
+    /// Parked calls end now; queued ones when their endpoint's submitting thread reaches
+    /// them; those in flight once their cancelled transfers are back.
     private func endAll(_ error: AccessoryError, _ s: inout State, _ fx: inout Effects) {
-        for (id, call) in s.calls where call.parked || !call.submitted {
-            if call.parked { finish(id, .failure(error), &s, &fx) } else { s.calls[id]!.cancelRequested = true }
-        }
+        for (id, call) in s.calls where call.parked { finish(id, .failure(error), &s, &fx) }
         fx.cancelAll = s.lanes.values.filter { !$0.order.isEmpty }.map(\.transfers)
     }
 
@@ -383,6 +435,30 @@ final class EndpointCalls: Sendable {
             return s.lanes.values.map(\.transfers)
         }
         for t in lanes { t.close() }
+    }
+
+    // MARK: Halts
+
+    /// Holds new calls on `endpoint` off (`.busy`) while its halt is cleared. Call
+    /// ``endClearingHalt(_:)`` afterwards in every case.
+    /// - Returns: why it cannot be done now: calls in flight on it, a clear already under
+    ///   way (`.busy`), or the session's end.
+    func beginClearingHalt(_ endpoint: UInt8) -> AccessoryError? {
+        state.withLock { s in
+            if let refusal = refusal(s) ?? haltRefusal(endpoint, s) { return refusal }
+            if !(s.lanes[endpoint]?.order.isEmpty ?? true) {
+                return AccessoryError(
+                    .busy, "calls are in flight on \(hexByte(endpoint)) of \(sessionDescription); clear the halt once they have ended",
+                    operation: "clear halt")
+            }
+            s.clearingHalt.insert(endpoint)
+            return nil
+        }
+    }
+
+    /// Lets calls on `endpoint` in again.
+    func endClearingHalt(_ endpoint: UInt8) {
+        state.withLock { _ = $0.clearingHalt.remove(endpoint) }
     }
 
     // MARK: Alternate settings
@@ -420,9 +496,6 @@ final class EndpointCalls: Sendable {
     /// Runs `body` under the lock, then does what it recorded.
     @discardableResult
     private func event<R>(_ body: (inout State, inout Effects) -> R) -> R {
-        var fx = Effects()
-        let result = state.withLock { s in body(&s, &fx) }
-        fx.run(onGone)
-        return result
+        state.withLock(Effects(), body) { $0.run(onGone) }
     }
 }

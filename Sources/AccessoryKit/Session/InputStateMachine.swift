@@ -164,7 +164,9 @@ struct InputStateMachine: Sendable {
     }
 
     /// The oldest IN transfer in flight completed with `data`.
-    mutating func completed(_ status: TransferStatus, data: [UInt8], operation: String, device: String) -> Actions {
+    mutating func completed(
+        _ status: TransferStatus, data: [UInt8], operation: String, device: String, endpoint: UInt8? = nil
+    ) -> Actions {
         var actions = Actions()
         completed &+= 1
         guard var b = buffer else {
@@ -187,7 +189,7 @@ struct InputStateMachine: Sendable {
             // NO_DEVICE, or EPROTO as IN transfers get on a real unplug: the owner confirms.
             goneAway(DeviceGoneSign(operation: operation, status: status), &actions)
         default:
-            if let error = status.error(operation: operation, device: device) { endpointFailed(error, &actions) }
+            if let error = status.error(operation: operation, device: device, endpoint: endpoint) { endpointFailed(error, &actions) }
         }
         settle(&actions)
         return actions

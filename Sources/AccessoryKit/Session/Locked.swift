@@ -34,3 +34,18 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+extension Locked {
+    /// Runs `body` holding the lock, with `effects` for it to record what must happen
+    /// outside the lock (continuations to resume, transfers to submit or cancel); then,
+    /// after releasing it, `perform`s them. The one lock-and-effects shape of the data plane
+    /// and the one-transfer calls.
+    package func withLock<R, Effects>(
+        _ effects: Effects, _ body: (inout Value, inout Effects) -> R, then perform: (Effects) -> Void
+    ) -> R {
+        var fx = effects
+        let result = withLock { body(&$0, &fx) }
+        perform(fx)
+        return result
+    }
+}

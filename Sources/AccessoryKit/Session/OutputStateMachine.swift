@@ -206,7 +206,9 @@ struct OutputStateMachine: Sendable {
     }
 
     /// The oldest transfer in flight completed, having sent `length` bytes.
-    mutating func completed(_ status: TransferStatus, length: Int, operation: String, device: String) -> Actions {
+    mutating func completed(
+        _ status: TransferStatus, length: Int, operation: String, device: String, endpoint: UInt8? = nil
+    ) -> Actions {
         var actions = Actions()
         completed &+= 1
         switch state {
@@ -220,7 +222,7 @@ struct OutputStateMachine: Sendable {
             } else if status == .completed && length == requested {
                 if paused { admit(&o, &actions, eager: false); state = .paused(o) } else { pump(&o, &actions); state = .sending(o) }
             } else {
-                let error = status.error(operation: operation, device: device)
+                let error = status.error(operation: operation, device: device, endpoint: endpoint)
                     ?? AccessoryError(.io, "sent \(length) of \(requested) bytes", operation: operation)
                 stop(&o, error, &actions)
             }
