@@ -347,8 +347,14 @@ extension HardwareTests {
                 let limit = 3 << 20
                 let data = SessionFixtures.randomBytes(8 << 20, seed: 9)
                 try Sim.ctl("fault", device.id, "unplug-after=\(limit)")
+                // The first bytes round-trip before the rest is written, so the input has IN
+                // transfers in flight however late the reader's task starts on a loaded machine.
+                let head = 4096
+                try await session.write(Array(data[..<head]))
+                try await session.flush()
+                #expect(try await session.read(exactly: head) == Array(data[..<head]))
                 let reader = Task { () -> (Int, Bool, Result<[UInt8]?, AccessoryError>, ContinuousClock.Instant) in
-                    var offset = 0
+                    var offset = head
                     var same = true
                     while true {
                         let result = await Self.capture { () async throws(AccessoryError) in try await session.read() }
@@ -357,7 +363,7 @@ extension HardwareTests {
                         offset += chunk.count
                     }
                 }
-                let written = await Self.capture { () async throws(AccessoryError) in try await session.write(data) }
+                let written = await Self.capture { () async throws(AccessoryError) in try await session.write(Array(data[head...])) }
                 let writeEnded = ContinuousClock.now
                 #expect(Self.isDisconnected(written), "\(written)")
                 let (count, same, readEnd, readEnded) = await reader.value
