@@ -26,8 +26,21 @@ struct CaptureFormatTests {
         Self.expectThree(try USBCapture(bytes: little, name: "le"))
         Self.expectThree(try USBCapture(bytes: big, name: "be"))
         let both = try USBCapture(bytes: little + big, name: "two sections")
-        #expect(both.transfers(of: both.devices[0]).count == 6)
-        #expect(both.transfers(of: both.devices[0]).map(\.status) == [0, 0, 0, 0, 0, 0])
+        let device = try #require(both.devices.first)
+        #expect(both.transfers(of: device).count == 6)
+        #expect(both.transfers(of: device).map(\.status) == [0, 0, 0, 0, 0, 0])
+    }
+
+    @Test("A little-endian section after a big-endian one is read little-endian again")
+    func littleAfterBig() throws {
+        let little = Make.pcapng(Make.threeTransfers)
+        let big = Make.pcapng(Make.threeTransfers.map { Make.convert($0, bigEndian: true) }, bigEndian: true)
+        let both = try USBCapture(bytes: big + little, name: "big, then little")
+        #expect(both.devices == [USBCapture.Device(bus: 1, address: 4)])
+        let t = both.transfers(of: USBCapture.Device(bus: 1, address: 4))
+        #expect(t.map(\.endpoint) == [0x01, 0x81, 0x01, 0x01, 0x81, 0x01])
+        #expect(t.map(\.data) == [[1, 2, 3], [9, 8], [], [1, 2, 3], [9, 8], []])
+        #expect(t.map(\.status) == [0, 0, 0, 0, 0, 0])
     }
 
     @Test("Classic pcap: either byte order, microsecond and nanosecond magic, link types 220 and 189")

@@ -98,6 +98,27 @@ struct RegistryTests {
         #expect(r.promote(ConnectionID(rawValue: 1)) == nil, "a shown ID is not promoted")
     }
 
+    @Test("A device admitted after a promotion gets a newer ID than the promoted one, and two hidden devices get two hidden IDs")
+    func admissionAfterPromotion() throws {
+        var r = ConnectionRegistry()
+        let isShown = { (d: AccessoryDescriptor) in d.product != 0x0009 }
+        let a = r.apply(.added(device(3, port: "1-2")), isShown: isShown).events
+        let hubs = [device(2, port: "1-1", product: 0x0009), device(4, port: "1-4", product: 0x0009)].flatMap {
+            r.apply(.added($0), isShown: isShown).events
+        }
+        #expect(a.map(\.id) == [1])
+        let first = try #require(hubs.first?.accessory.connectionID)
+        let second = try #require(hubs.last?.accessory.connectionID)
+        #expect(first.isHidden && second.isHidden && first != second, "two hidden devices, one hidden ID: \(first), \(second)")
+        #expect(r.count == 3)
+        let promoted = r.promote(first)
+        #expect(promoted?.connectionID.rawValue == 2)
+        let next = r.apply(.added(device(5, port: "1-3")), isShown: isShown).events
+        #expect(next.map(\.id) == [3], "the ID after a promotion is a new one")
+        #expect(r.accessories.map(\.connectionID.rawValue).filter { $0 < ConnectionID.hiddenBase } == [1, 2, 3])
+        #expect(r.count == 4)
+    }
+
     @Test("Keys with text hash alike when their text is equal: canonically equivalent serials are one serial, and a port is found under any equal spelling")
     func keysHashAsTheyCompare() {
         // "K" and U+212A KELVIN SIGN are equal strings; so are the two orders of two accents.
