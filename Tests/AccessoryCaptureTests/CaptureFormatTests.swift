@@ -50,7 +50,7 @@ struct CaptureFormatTests {
                 let packets = Make.threeTransfers.map { Make.convert($0, bigEndian: bigEndian) }
                 let capture = try USBCapture(bytes: Make.pcap(packets, bigEndian: bigEndian, nanoseconds: nanoseconds), name: "pcap")
                 Self.expectThree(capture)
-                let t = capture.transfers(of: capture.devices[0])
+                let t = try capture.transfersOfDevice()
                 #expect(t.map(\.submitted) == [.zero, .seconds(2), .seconds(4)])
                 #expect(t.map(\.completed) == [.seconds(1), .seconds(3), .seconds(5)])
             }
@@ -66,6 +66,7 @@ struct CaptureFormatTests {
         for (resolution, second) in cases {
             let bytes = Make.pcapng(Make.threeTransfers.map { (0, $0) }, resolution: resolution)
             let t = try USBCapture(bytes: bytes, name: "tsresol").transfers(of: USBCapture.Device(bus: 1, address: 4))
+            try #require(t.count == 3)
             #expect(t[1].submitted == second, "resolution \(String(describing: resolution))")
         }
         let bad = Make.pcapng(Make.threeTransfers.map { (0, $0) }, resolution: 0x7f)
@@ -87,7 +88,7 @@ struct CaptureFormatTests {
         }
         let capture = try USBCapture(bytes: bytes, name: "spb")
         Self.expectThree(capture)
-        #expect(capture.transfers(of: capture.devices[0])[2].completed == .seconds(5))
+        #expect(try capture.transfersOfDevice().last?.completed == .seconds(5))
     }
 
     @Test("Isochronous descriptors are skipped, with both header lengths")
@@ -128,12 +129,12 @@ struct CaptureFormatTests {
         ]
         let capture = try USBCapture(bytes: Make.pcapng(packets), name: "pairing")
         #expect(capture.devices == [USBCapture.Device(bus: 1, address: 4), USBCapture.Device(bus: 2, address: 4)])
-        let one = capture.transfers(of: capture.devices[0])
+        let one = try capture.transfersOfDevice()
         #expect(one.map(\.requestedLength) == [8, 2, 8, 9, 4])
         #expect(one.map(\.status) == [0, -19, nil, -2, nil])
         #expect(one.map(\.data) == [[1], [3, 3], [], [], []])
         #expect(one.map(\.completed) == [.microseconds(4), .microseconds(6), nil, .microseconds(9), nil])
-        #expect(capture.transfers(of: capture.devices[1]).map(\.data) == [[2]])
+        #expect(try capture.transfersOfDevice(1).map(\.data) == [[2]])
         #expect(capture.transfers(of: USBCapture.Device(bus: 3, address: 1)).isEmpty)
     }
 
@@ -150,7 +151,7 @@ struct CaptureFormatTests {
         ]
         let capture = try USBCapture(bytes: Make.pcapng(packets), name: "control")
         #expect(capture.devices == [USBCapture.Device(bus: 1, address: 4, vendor: 0x1209, product: 0x0001)])
-        let t = capture.transfers(of: capture.devices[0])
+        let t = try capture.transfersOfDevice()
         #expect(t.map(\.setup) == [getDevice, vendorOut])
         #expect(t.map(\.data) == [descriptor, [7, 7, 7]])
         #expect(t.map(\.status) == [0, -32])
@@ -163,7 +164,7 @@ struct CaptureFormatTests {
         let whole = try USBCapture(bytes: bytes, name: "whole")
         for chunk in 16...300 {
             let capture = try USBCapture(bytes: bytes, name: "chunked", chunkSize: chunk)
-            #expect(capture.transfers(of: capture.devices[0]) == whole.transfers(of: whole.devices[0]), "chunk \(chunk)")
+            #expect(try capture.transfersOfDevice() == whole.transfersOfDevice(), "chunk \(chunk)")
         }
     }
 }

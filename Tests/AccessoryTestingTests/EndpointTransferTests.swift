@@ -135,7 +135,7 @@ struct EndpointTransferTests {
             #expect(try await session.transferIn(0x82, length: 64, timeout: .seconds(1)) == [3, 2, 1])
             #expect(try await session.transferIn(0x83, length: 8, timeout: .seconds(1)) == [0xee, 0x01])
             let seen = device.transfers
-            #expect(seen.map(\.endpoint) == [0x01, 0x82, 0x83])
+            try #require(seen.map(\.endpoint) == [0x01, 0x82, 0x83])
             #expect(seen.map(\.kind) == [.bulk, .bulk, .interrupt])
             #expect(seen[0].data == [1, 2, 3] && seen[0].interface == 0)
             #expect(seen[1].length == 64 && seen[2].length == 8)
