@@ -119,4 +119,14 @@ struct LinkTests {
         #expect(hidden.previousConnectionID == first.connectionID)
         #expect(p.promote(hidden.connectionID)?.previousConnectionID == first.connectionID)
     }
+
+    @Test("A link is used once: after the connection that continued it is shut down, a newcomer on the port links to nothing")
+    func linkUsedOnce() {
+        var r = ConnectionRegistry()
+        let first = r.admit(device(5))
+        _ = r.evict(first.connectionID, reason: .unplugged)
+        #expect(r.admit(device(6)).previousConnectionID == first.connectionID)
+        _ = r.shutdown()
+        #expect(r.admit(device(7)).previousConnectionID == nil, "a second link to one ended connection")
+    }
 }
