@@ -27,10 +27,10 @@ extension SimulatedSystem {
     ) -> SimulatedResponder.ControlReply? {
         guard request.kind == .vendor, request.recipient == .device else { return nil }
         switch request.request {
-        case 51 where data == nil:
+        case AndroidOpenAccessory.getProtocol where data == nil:
             state.withLock { $0.androidStrings[instance] = nil }
             return .data([2, 0])
-        case 52 where data != nil:
+        case AndroidOpenAccessory.sendString where data != nil:
             guard request.index <= 5, let data, data.count <= 256 else { return .stall }
             let text = String(decoding: data.prefix { $0 != 0 }, as: UTF8.self)
             state.withLock { s in
@@ -39,7 +39,7 @@ extension SimulatedSystem {
                 s.androidStrings[instance] = strings
             }
             return .accept
-        case 53 where data != nil:
+        case AndroidOpenAccessory.start where data != nil:
             if role == .phone, let handler = state.withLock({ $0.onModeSwitch }) { handler(instance) }
             return .accept
         default:
@@ -49,6 +49,6 @@ extension SimulatedSystem {
 
     /// Whether a request is AOA's START (53).
     static func isStart(_ request: ControlRequest, _ data: [UInt8]?) -> Bool {
-        request.kind == .vendor && request.recipient == .device && request.request == 53 && data != nil
+        request.kind == .vendor && request.recipient == .device && request.request == AndroidOpenAccessory.start && data != nil
     }
 }

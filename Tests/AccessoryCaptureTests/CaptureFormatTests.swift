@@ -26,8 +26,21 @@ struct CaptureFormatTests {
         Self.expectThree(try USBCapture(bytes: little, name: "le"))
         Self.expectThree(try USBCapture(bytes: big, name: "be"))
         let both = try USBCapture(bytes: little + big, name: "two sections")
-        #expect(both.transfers(of: both.devices[0]).count == 6)
-        #expect(both.transfers(of: both.devices[0]).map(\.status) == [0, 0, 0, 0, 0, 0])
+        let device = try #require(both.devices.first)
+        #expect(both.transfers(of: device).count == 6)
+        #expect(both.transfers(of: device).map(\.status) == [0, 0, 0, 0, 0, 0])
+    }
+
+    @Test("A little-endian section after a big-endian one is read little-endian again")
+    func littleAfterBig() throws {
+        let little = Make.pcapng(Make.threeTransfers)
+        let big = Make.pcapng(Make.threeTransfers.map { Make.convert($0, bigEndian: true) }, bigEndian: true)
+        let both = try USBCapture(bytes: big + little, name: "big, then little")
+        #expect(both.devices == [USBCapture.Device(bus: 1, address: 4)])
+        let t = both.transfers(of: USBCapture.Device(bus: 1, address: 4))
+        #expect(t.map(\.endpoint) == [0x01, 0x81, 0x01, 0x01, 0x81, 0x01])
+        #expect(t.map(\.data) == [[1, 2, 3], [9, 8], [], [1, 2, 3], [9, 8], []])
+        #expect(t.map(\.status) == [0, 0, 0, 0, 0, 0])
     }
 
     @Test("Classic pcap: either byte order, microsecond and nanosecond magic, link types 220 and 189")
@@ -37,7 +50,7 @@ struct CaptureFormatTests {
                 let packets = Make.threeTransfers.map { Make.convert($0, bigEndian: bigEndian) }
                 let capture = try USBCapture(bytes: Make.pcap(packets, bigEndian: bigEndian, nanoseconds: nanoseconds), name: "pcap")
                 Self.expectThree(capture)
-                let t = capture.transfers(of: capture.devices[0])
+                let t = try capture.transfersOfDevice()
                 #expect(t.map(\.submitted) == [.zero, .seconds(2), .seconds(4)])
                 #expect(t.map(\.completed) == [.seconds(1), .seconds(3), .seconds(5)])
             }
@@ -53,6 +66,7 @@ struct CaptureFormatTests {
         for (resolution, second) in cases {
             let bytes = Make.pcapng(Make.threeTransfers.map { (0, $0) }, resolution: resolution)
             let t = try USBCapture(bytes: bytes, name: "tsresol").transfers(of: USBCapture.Device(bus: 1, address: 4))
+            try #require(t.count == 3)
             #expect(t[1].submitted == second, "resolution \(String(describing: resolution))")
         }
         let bad = Make.pcapng(Make.threeTransfers.map { (0, $0) }, resolution: 0x7f)
@@ -74,7 +88,7 @@ struct CaptureFormatTests {
         }
         let capture = try USBCapture(bytes: bytes, name: "spb")
         Self.expectThree(capture)
-        #expect(capture.transfers(of: capture.devices[0])[2].completed == .seconds(5))
+        #expect(try capture.transfersOfDevice().last?.completed == .seconds(5))
     }
 
     @Test("Isochronous descriptors are skipped, with both header lengths")
@@ -115,12 +129,12 @@ struct CaptureFormatTests {
         ]
         let capture = try USBCapture(bytes: Make.pcapng(packets), name: "pairing")
         #expect(capture.devices == [USBCapture.Device(bus: 1, address: 4), USBCapture.Device(bus: 2, address: 4)])
-        let one = capture.transfers(of: capture.devices[0])
+        let one = try capture.transfersOfDevice()
         #expect(one.map(\.requestedLength) == [8, 2, 8, 9, 4])
         #expect(one.map(\.status) == [0, -19, nil, -2, nil])
         #expect(one.map(\.data) == [[1], [3, 3], [], [], []])
         #expect(one.map(\.completed) == [.microseconds(4), .microseconds(6), nil, .microseconds(9), nil])
-        #expect(capture.transfers(of: capture.devices[1]).map(\.data) == [[2]])
+        #expect(try capture.transfersOfDevice(1).map(\.data) == [[2]])
         #expect(capture.transfers(of: USBCapture.Device(bus: 3, address: 1)).isEmpty)
     }
 
@@ -137,7 +151,7 @@ struct CaptureFormatTests {
         ]
         let capture = try USBCapture(bytes: Make.pcapng(packets), name: "control")
         #expect(capture.devices == [USBCapture.Device(bus: 1, address: 4, vendor: 0x1209, product: 0x0001)])
-        let t = capture.transfers(of: capture.devices[0])
+        let t = try capture.transfersOfDevice()
         #expect(t.map(\.setup) == [getDevice, vendorOut])
         #expect(t.map(\.data) == [descriptor, [7, 7, 7]])
         #expect(t.map(\.status) == [0, -32])
@@ -150,7 +164,7 @@ struct CaptureFormatTests {
         let whole = try USBCapture(bytes: bytes, name: "whole")
         for chunk in 16...300 {
             let capture = try USBCapture(bytes: bytes, name: "chunked", chunkSize: chunk)
-            #expect(capture.transfers(of: capture.devices[0]) == whole.transfers(of: whole.devices[0]), "chunk \(chunk)")
+            #expect(try capture.transfersOfDevice() == whole.transfersOfDevice(), "chunk \(chunk)")
         }
     }
 }

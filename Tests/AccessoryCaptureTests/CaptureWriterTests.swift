@@ -58,7 +58,7 @@ struct CaptureWriterTests {
         let capture = try USBCapture(path: path)
         #expect(same(capture.contents, script.expected()))
         #expect(capture.devices == [USBCapture.Device(bus: 1, address: 4, vendor: 0x1209, product: 0x0001), USBCapture.Device(bus: 2, address: 7)])
-        let transfers = capture.transfers(of: capture.devices[0])
+        let transfers = try capture.transfersOfDevice()
         #expect(transfers.first?.submitted == .zero)
         #expect(transfers.first?.completed == CaptureScript.step)
         #expect(transfers.map(\.status).contains(-32) && transfers.map(\.status).contains(-2) && transfers.map(\.status).contains(-19))

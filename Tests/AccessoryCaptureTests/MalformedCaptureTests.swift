@@ -111,7 +111,7 @@ struct MalformedCaptureTests {
         let bytes = CaptureBytes.pcapng(packets, linkTypes: [1, 220, 189])
         let capture = try USBCapture(bytes: bytes, name: "mixed")
         #expect(capture.devices == [USBCapture.Device(bus: 1, address: 4)])
-        #expect(capture.transfers(of: capture.devices[0]).map(\.data) == [[1, 2, 3], [9, 8], []])
+        #expect(try capture.transfersOfDevice().map(\.data) == [[1, 2, 3], [9, 8], []])
         let onlyEthernet = try USBCapture(bytes: CaptureBytes.pcap([ethernet, ethernet], linkType: 1), name: "ethernet")
         #expect(onlyEthernet.devices.isEmpty)
     }
@@ -122,8 +122,8 @@ struct MalformedCaptureTests {
         let lastStart = whole.count - Self.packets[2].count
         for cut in [lastStart + 3, lastStart + 40, whole.count - 1] {
             let capture = try USBCapture(bytes: Array(whole.prefix(cut)), name: "cut.pcapng", chunkSize: chunkSize)
-            let transfers = capture.transfers(of: capture.devices[0])
-            #expect(transfers.count == 3)
+            let transfers = try capture.transfersOfDevice()
+            try #require(transfers.count == 3)
             #expect(transfers[2].status == nil, "the completion of the zero-length OUT was cut off")
             #expect(transfers[1].data == [9, 8])
             #expect(capture.truncation?.offset == lastStart)
@@ -134,7 +134,7 @@ struct MalformedCaptureTests {
         let last = pcap.count - 16 - CaptureBytes.threeTransfers[5].count
         for cut in [last + 7, last + 20] {
             let capture = try USBCapture(bytes: Array(pcap.prefix(cut)), name: "cut.pcap", chunkSize: chunkSize)
-            #expect(capture.transfers(of: capture.devices[0]).map(\.status) == [0, 0, nil])
+            #expect(try capture.transfersOfDevice().map(\.status) == [0, 0, nil])
             #expect(capture.truncation?.offset == last)
         }
     }
@@ -144,7 +144,7 @@ struct MalformedCaptureTests {
         let one = Self.section + Self.packets.joined()
         let capture = try USBCapture(bytes: one + Array(Self.section.prefix(10)), name: "two")
         #expect(capture.truncation?.offset == one.count)
-        #expect(capture.transfers(of: capture.devices[0]).count == 3)
+        #expect(try capture.transfersOfDevice().count == 3)
     }
 
     @Test("A file that cannot be opened names the file and the reason")

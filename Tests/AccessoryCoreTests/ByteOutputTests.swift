@@ -18,7 +18,7 @@ struct ByteOutputTests {
             output.append(event(serial: serial))
             output.append(event(serial: "after"))
             let lines = output.string.split(separator: "\n")
-            #expect(lines.count == 2)
+            try #require(lines.count == 2)
             let first = try #require(JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
             #expect(first["serial"] as? String == serial)
             #expect(first["connectionID"] as? Int == 77)

@@ -53,7 +53,7 @@ struct DescriptorParserTests {
         let i = try #require(c.interface(0))
         #expect(i.interfaceClass == 0xff && i.interfaceSubclass == 0xff && i.interfaceProtocol == 0)
         #expect(i.nameIndex == 5 && i.isVendorSpecific)
-        #expect(i.endpoints == [
+        try #require(i.endpoints == [
             USBEndpoint(address: 0x81, attributes: 0x02, maxPacketSize: 512, interval: 0),
             USBEndpoint(address: 0x02, attributes: 0x02, maxPacketSize: 512, interval: 0),
             USBEndpoint(address: 0x82, attributes: 0x03, maxPacketSize: 28, interval: 6),
@@ -144,7 +144,7 @@ struct DescriptorParserTests {
         c[9 + 9 + 7 + 7] = 200  // the last endpoint claims 200 bytes
         let (config, issues) = try USBDescriptorParser.parseConfiguration(c)
         #expect(issues.contains(.truncated(offset: 32, length: 200, available: 7)))
-        #expect(config.interfaces[0].endpoints.count == 2)
+        #expect(config.interfaces.first?.endpoints.count == 2)
     }
 
     @Test func totalLengthLies() throws {
@@ -153,13 +153,13 @@ struct DescriptorParserTests {
         long[3] = 0xff
         let (c1, i1) = try USBDescriptorParser.parseConfiguration(long)
         #expect(i1.contains(.totalLengthMismatch(declared: 0xffff, available: 39)))
-        #expect(c1.interfaces[0].endpoints.count == 3)
+        #expect(c1.interfaces.first?.endpoints.count == 3)
 
         var short = Array(xperiaDescriptors[18...])
         short[2] = 32
         let (c2, i2) = try USBDescriptorParser.parseConfiguration(short)
         #expect(i2.contains(.totalLengthMismatch(declared: 32, available: 39)))
-        #expect(c2.interfaces[0].endpoints.count == 2)
+        #expect(c2.interfaces.first?.endpoints.count == 2)
     }
 
     @Test func unknownDescriptorsAreSkipped() throws {
@@ -169,7 +169,7 @@ struct DescriptorParserTests {
         c[2] = UInt8(c.count)
         let (config, issues) = try USBDescriptorParser.parseConfiguration(c)
         #expect(issues.isEmpty)
-        #expect(config.interfaces[0].endpoints.count == 3)
+        #expect(config.interfaces.first?.endpoints.count == 3)
     }
 
     @Test func zeroEndpointsAndStrayEndpoints() throws {
@@ -198,7 +198,7 @@ struct DescriptorParserTests {
         c[3] = UInt8(c.count >> 8)
         let (config, issues) = try USBDescriptorParser.parseConfiguration(c)
         #expect(config.interfaces.count == USBDescriptorParser.maxInterfaceDescriptors)
-        #expect(config.interfaces[0].endpoints.count == USBDescriptorParser.maxEndpointsPerInterface)
+        #expect(config.interfaces.first?.endpoints.count == USBDescriptorParser.maxEndpointsPerInterface)
         #expect(issues.contains(.tooManyInterfaces(limit: 256)))
         #expect(issues.contains(.tooManyEndpoints(interface: 0, alternate: 0, limit: 30)))
         #expect(issues.contains(.interfaceCountMismatch(declared: 1, found: 2)))

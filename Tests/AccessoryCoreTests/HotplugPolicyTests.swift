@@ -64,7 +64,7 @@ struct HotplugPolicyTests {
         let j2 = policy.judge(registry, truth: truth, at: Self.t0 + .milliseconds(249), patient: true)
         #expect(j2.waiting == [ids[0]] && j2.lookAgainAt == Self.t0 + policy.leftEventWindow)
         let j3 = policy.judge(registry, truth: truth, at: Self.t0 + .milliseconds(250), patient: true)
-        #expect(j3.waiting.isEmpty && j3.evict.keys.sorted() == [ids[0]] && j3.evict[ids[0]]! == nil)
+        #expect(j3.waiting.isEmpty && j3.evict.keys.sorted() == [ids[0]] && j3.evict[ids[0]] == .some(nil))
         // Listed again before the window ends: the wait is over.
         var back = HotplugPolicy()
         _ = back.judge(registry, truth: truth, at: Self.t0, patient: true)
@@ -97,7 +97,7 @@ struct HotplugPolicyTests {
         #expect(j3.falseAlarms == [ids[1]: "bulk IN 0x81"] && j3.evict.isEmpty)
         // The first, with no LEFT event, is a ghost whose evidence names the operation.
         let j4 = policy.judge(registry, truth: truth, at: Self.t0 + .milliseconds(350), patient: true)
-        #expect(j4.evict.keys.sorted() == [ids[0]] && j4.evict[ids[0]]! == "bulk OUT 0x01")
+        #expect(j4.evict.keys.sorted() == [ids[0]] && j4.evict[ids[0]] == .some("bulk OUT 0x01"))
         #expect(j4.falseAlarms.isEmpty, "a false alarm is reported once")
     }
 

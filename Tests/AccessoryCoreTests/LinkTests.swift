@@ -33,9 +33,9 @@ struct LinkTests {
     }
 
     @Test("A mode switch the owner announced links whatever the new IDs, once")
-    func modeSwitch() {
+    func modeSwitch() throws {
         var r = ConnectionRegistry()
-        let phone = connections(&r, [(0, .added(device(5, vendor: 0x18d1, product: 0x4ee7, serial: "P")))])[0]
+        let phone = try firstOf(connections(&r, [(0, .added(device(5, vendor: 0x18d1, product: 0x4ee7, serial: "P")))]))
         r.expectModeSwitch(of: phone.connectionID, until: .seconds(10))
         let c = connections(&r, [
             (1, removal(5)), (1.05, .added(device(6, vendor: 0x18d1, product: 0x2d01, serial: "P"))),
@@ -45,18 +45,18 @@ struct LinkTests {
     }
 
     @Test("A mode switch's mark ends with its owner's wait: by its deadline, or when the owner ends it, before or after the connection ends")
-    func modeSwitchMarkEnds() {
+    func modeSwitchMarkEnds() throws {
         // Nothing re-enumerated within the wait: hours later, another device on the port
         // within 5 s of the unplug is not linked.
         var r = ConnectionRegistry()
-        let phone = connections(&r, [(0, .added(device(5, serial: "P")))])[0]
+        let phone = try firstOf(connections(&r, [(0, .added(device(5, serial: "P")))]))
         r.expectModeSwitch(of: phone.connectionID, until: .seconds(10))
         var c = connections(&r, [(3600, removal(5)), (3601, .added(device(6, product: 0x0009, serial: "OTHER")))])
         #expect(c.map(\.previousConnectionID) == [nil])
 
         // It ended within the wait, but its successor came after the deadline.
         r = ConnectionRegistry()
-        let second = connections(&r, [(0, .added(device(5, serial: "P")))])[0]
+        let second = try firstOf(connections(&r, [(0, .added(device(5, serial: "P")))]))
         r.expectModeSwitch(of: second.connectionID, until: .seconds(2))
         c = connections(&r, [(1.5, removal(5)), (3, .added(device(6, product: 0x0009, serial: "OTHER")))])
         #expect(c.map(\.previousConnectionID) == [nil])
@@ -64,7 +64,7 @@ struct LinkTests {
         // Ended by its owner while connected, and after the connection ended.
         for endsAfterUnplug in [false, true] {
             r = ConnectionRegistry()
-            let third = connections(&r, [(0, .added(device(5, serial: "P")))])[0]
+            let third = try firstOf(connections(&r, [(0, .added(device(5, serial: "P")))]))
             r.expectModeSwitch(of: third.connectionID, until: .seconds(100))
             if !endsAfterUnplug { r.endModeSwitch(of: third.connectionID) }
             _ = connections(&r, [(1, removal(5))])
@@ -87,12 +87,12 @@ struct LinkTests {
     }
 
     @Test("The eight-hours case: the fresh connection after a ghost eviction names the ghost")
-    func ghost() {
+    func ghost() throws {
         var r = ConnectionRegistry()
         _ = connections(&r, [(0, .added(device(5)))])
         r.now = .seconds(8 * 3600)
         let events = Reconciler().reconcile(&r, against: [device(9)]).events
-        #expect(events.count == 2)
+        try #require(events.count == 2)
         guard case .disconnected(let ghost, .ghostEvicted) = events[0], case .connected(let fresh) = events[1] else {
             Issue.record("want an eviction then an admission, got \(events)")
             return
@@ -118,5 +118,15 @@ struct LinkTests {
         let hidden = p.admit(device(6), shown: false)
         #expect(hidden.previousConnectionID == first.connectionID)
         #expect(p.promote(hidden.connectionID)?.previousConnectionID == first.connectionID)
+    }
+
+    @Test("A link is used once: after the connection that continued it is shut down, a newcomer on the port links to nothing")
+    func linkUsedOnce() {
+        var r = ConnectionRegistry()
+        let first = r.admit(device(5))
+        _ = r.evict(first.connectionID, reason: .unplugged)
+        #expect(r.admit(device(6)).previousConnectionID == first.connectionID)
+        _ = r.shutdown()
+        #expect(r.admit(device(7)).previousConnectionID == nil, "a second link to one ended connection")
     }
 }

@@ -60,6 +60,18 @@ struct ReconcileScheduleTests {
         #expect(t.pending?.at == .milliseconds(50))
     }
 
+    @Test("A request due at the same time as the pending one keeps the pending one's trigger")
+    func equalTimeKeepsThePending() {
+        var s = Self.schedule()
+        s.receive(.noDevice, at: .milliseconds(10))
+        s.receive(.confirm(at: .milliseconds(30)), at: .milliseconds(12))
+        #expect(s.pending?.trigger == .noDevice, "a request at the same time replaced the pending one")
+        #expect(s.pending?.at == .milliseconds(30))
+        s.receive(.hotplug(ports: ["1-1"]), at: .milliseconds(10))
+        #expect(s.pending?.trigger == .noDevice)
+        #expect(Self.drain(&s, at: .milliseconds(30)) == [.reconcile(.noDevice)])
+    }
+
     @Test("Ticks come every interval, counted from the last; a reconcile due no later than the tick runs first")
     func ticksAndOrder() {
         var s = Self.schedule()

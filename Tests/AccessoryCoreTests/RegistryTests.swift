@@ -18,6 +18,16 @@ func run(_ registry: inout ConnectionRegistry, _ events: [HotplugEvent]) -> [Acc
     events.flatMap { registry.apply($0).events }
 }
 
+/// The first of `items`; the test stops, recording an issue, if there is none.
+func firstOf<T>(_ items: [T], sourceLocation: SourceLocation = #_sourceLocation) throws -> T {
+    try #require(items.first, "none", sourceLocation: sourceLocation)
+}
+
+/// The accessory of the first of `events`; the test stops, recording an issue, if there is none.
+func firstAccessory(_ events: [AccessoryEvent], sourceLocation: SourceLocation = #_sourceLocation) throws -> Accessory {
+    try #require(events.first, "no notification", sourceLocation: sourceLocation).accessory
+}
+
 extension AccessoryEvent {
     var isConnect: Bool { if case .connected = self { true } else { false } }
     var reason: DisconnectReason? { if case .disconnected(_, let r) = self { r } else { nil } }
@@ -81,7 +91,7 @@ struct RegistryTests {
     }
 
     @Test("Hidden devices take hidden IDs: the shown ones are numbered 1, 2, … whatever else is plugged; a promotion mints the next shown ID")
-    func hiddenIDs() {
+    func hiddenIDs() throws {
         var r = ConnectionRegistry()
         let isShown = { (d: AccessoryDescriptor) in d.product != 0x0009 }
         let hub = r.apply(.added(device(2, port: "1-1", product: 0x0009)), isShown: isShown).events
@@ -92,14 +102,35 @@ struct RegistryTests {
             &r, against: r.accessories.map(\.descriptor) + [device(4, port: "1-3", product: 0x0009), device(5, port: "1-4")],
             isShown: isShown)
         #expect(snapshot.events.filter { !$0.accessory.connectionID.isHidden }.map(\.id) == [2])
-        let promoted = r.promote(hub[0].accessory.connectionID)
+        let promoted = r.promote(try firstAccessory(hub).connectionID)
         #expect(promoted?.connectionID.rawValue == 3 && promoted?.descriptor.address == 2)
         #expect(r.accessory(at: DeviceKey(bus: 1, address: 2))?.connectionID.rawValue == 3)
         #expect(r.promote(ConnectionID(rawValue: 1)) == nil, "a shown ID is not promoted")
     }
 
+    @Test("A device admitted after a promotion gets a newer ID than the promoted one, and two hidden devices get two hidden IDs")
+    func admissionAfterPromotion() throws {
+        var r = ConnectionRegistry()
+        let isShown = { (d: AccessoryDescriptor) in d.product != 0x0009 }
+        let a = r.apply(.added(device(3, port: "1-2")), isShown: isShown).events
+        let hubs = [device(2, port: "1-1", product: 0x0009), device(4, port: "1-4", product: 0x0009)].flatMap {
+            r.apply(.added($0), isShown: isShown).events
+        }
+        #expect(a.map(\.id) == [1])
+        let first = try #require(hubs.first?.accessory.connectionID)
+        let second = try #require(hubs.last?.accessory.connectionID)
+        #expect(first.isHidden && second.isHidden && first != second, "two hidden devices, one hidden ID: \(first), \(second)")
+        #expect(r.count == 3)
+        let promoted = r.promote(first)
+        #expect(promoted?.connectionID.rawValue == 2)
+        let next = r.apply(.added(device(5, port: "1-3")), isShown: isShown).events
+        #expect(next.map(\.id) == [3], "the ID after a promotion is a new one")
+        #expect(r.accessories.map(\.connectionID.rawValue).filter { $0 < ConnectionID.hiddenBase } == [1, 2, 3])
+        #expect(r.count == 4)
+    }
+
     @Test("Keys with text hash alike when their text is equal: canonically equivalent serials are one serial, and a port is found under any equal spelling")
-    func keysHashAsTheyCompare() {
+    func keysHashAsTheyCompare() throws {
         // "K" and U+212A KELVIN SIGN are equal strings; so are the two orders of two accents.
         let pairs: [(String, String)] = [
             ("K", "\u{212A}"), ("a;b`", "a\u{037E}b\u{1FEF}"), ("SN-\u{212A}9", "SN-K9"),
@@ -113,11 +144,11 @@ struct RegistryTests {
             let (p, q) = (PortKey(bus: 1, port: a), PortKey(bus: 1, port: b))
             #expect(p == q && p.hashValue == q.hashValue && [p: 1][q] == 1)
             var r = ConnectionRegistry()
-            let first = r.apply(.added(device(5, port: "1-1", serial: a))).events[0].accessory
-            let second = r.apply(.added(device(6, port: "1-2", serial: b))).events[0].accessory
+            let first = try firstAccessory(r.apply(.added(device(5, port: "1-1", serial: a))).events)
+            let second = try firstAccessory(r.apply(.added(device(6, port: "1-2", serial: b))).events)
             #expect(!first.hasClonedSerial && second.hasClonedSerial, "\(a.unicodeScalars) vs \(b.unicodeScalars)")
             _ = run(&r, [removal(5, port: "1-1")])
-            let third = r.apply(.added(device(7, port: "1-3", serial: a))).events[0].accessory
+            let third = try firstAccessory(r.apply(.added(device(7, port: "1-3", serial: a))).events)
             #expect(third.hasClonedSerial)
             #expect(r.accessory(on: PortKey(bus: 1, port: "1-3"))?.connectionID == third.connectionID)
         }
@@ -141,16 +172,16 @@ struct RegistryTests {
     }
 
     @Test("Cloned serials: a second accessory with the same VID:PID:serial gets an identity that includes its port")
-    func clonedSerials() {
+    func clonedSerials() throws {
         var r = ConnectionRegistry()
-        let first = r.apply(.added(device(5, port: "1-1"))).events[0].accessory
-        let clone = r.apply(.added(device(6, port: "1-2"))).events[0].accessory
+        let first = try firstAccessory(r.apply(.added(device(5, port: "1-1"))).events)
+        let clone = try firstAccessory(r.apply(.added(device(6, port: "1-2"))).events)
         #expect(first.physicalIdentity == .serialNumber(vendor: 0x1209, product: 0x0001, serial: "SN1"))
         #expect(clone.physicalIdentity == .clonedSerial(vendor: 0x1209, product: 0x0001, serial: "SN1", bus: 1, port: "1-2"))
         #expect(first.physicalIdentity != clone.physicalIdentity && clone.physicalIdentity.description == "1209:0001:SN1@1-2")
         // Once the first has gone, the same serial is plain again.
         _ = run(&r, [removal(5, port: "1-1"), removal(6, port: "1-2")])
-        let again = r.apply(.added(device(7, port: "1-2"))).events[0].accessory
+        let again = try firstAccessory(r.apply(.added(device(7, port: "1-2"))).events)
         #expect(again.physicalIdentity == first.physicalIdentity)
     }
 
@@ -166,7 +197,7 @@ struct RegistryTests {
     }
 
     @Test("Address wrap at 127: a reused address with another fingerprint evicts the ghost first")
-    func addressWrap() {
+    func addressWrap() throws {
         var r = ConnectionRegistry()
         // Device A at address 3 lost its remove; 124 plugs later a different device B gets address 3.
         var events = run(&r, [.added(device(3, port: "1-1", serial: "A"))])
@@ -176,24 +207,25 @@ struct RegistryTests {
         events += run(&r, [.added(device(1, port: "1-2", serial: "B")), removal(1, port: "1-2")])
         events += run(&r, [.added(device(3, port: "1-2", serial: "B"))])
         let tail = Array(events.suffix(2))
+        try #require(tail.count == 2)
         #expect(tail[0].reason == .ghostEvicted(.addressReused(by: device(3, port: "1-2", serial: "B"))))
         #expect(tail[0].accessory.descriptor.serial == "A")
         #expect(tail[1].isConnect)
         #expect(r.accessories.map(\.descriptor.serial) == ["B"])
-        #expect(r.accessories[0].connectionID.rawValue == 127)
+        #expect(r.accessories.first?.connectionID.rawValue == 127)
     }
 
     @Test("A new instance on an occupied port evicts the old one before connecting")
-    func portReplaced() {
+    func portReplaced() throws {
         var r = ConnectionRegistry()
         let events = run(&r, [.added(device(5)), .added(device(6))])
-        #expect(events.map(\.id) == [1, 1, 2])
+        try #require(events.map(\.id) == [1, 1, 2])
         #expect(events[1].reason?.code == "ghost-evicted")
         #expect(events[1].reason?.evidence?.contains("port 1-1") == true)
     }
 
     @Test("Eight hours asleep: coalesced events on wake, the live device under a fresh ID")
-    func eightHoursAsleep() {
+    func eightHoursAsleep() throws {
         var r = ConnectionRegistry()
         var naive = Set<Int>()  // what a registry that believes every event would hold
         let live = device(12)
@@ -210,7 +242,7 @@ struct RegistryTests {
         var log = run(&r, events)
         log += r.apply(.snapshot([live])).events
         let final = r.accessories
-        #expect(final.count == 1)
+        try #require(final.count == 1)
         #expect(final[0].descriptor.address == 12)
         #expect(final[0].connectionID.rawValue == log.filter(\.isConnect).map(\.id).max())
         let evicted = log.filter { $0.reason?.code == "ghost-evicted" }.map(\.id)
@@ -229,9 +261,10 @@ struct RegistryTests {
     }
 
     @Test("Physical identity survives re-attach under a new ID")
-    func physicalIdentity() {
+    func physicalIdentity() throws {
         var r = ConnectionRegistry()
         let a = run(&r, [.added(device(5)), removal(5), .added(device(9, port: "1-3"))])
+        try #require(a.count == 3)
         #expect(a[0].accessory.physicalIdentity == a[2].accessory.physicalIdentity)
         #expect(a[0].accessory.connectionID != a[2].accessory.connectionID)
         let noSerial = device(5, serial: nil)
@@ -242,12 +275,12 @@ struct RegistryTests {
 @Suite("Reconciler")
 struct ReconcilerTests {
     @Test("Evictions come before admissions, with evidence")
-    func order() {
+    func order() throws {
         var r = ConnectionRegistry()
         _ = run(&r, [.added(device(5)), .added(device(6, port: "1-2"))])
         let report = Reconciler().reconcile(&r, against: [device(7), device(6, port: "1-2")])
         #expect(report.kept == 1)
-        #expect(report.events.map(\.isConnect) == [false, true])
+        try #require(report.events.map(\.isConnect) == [false, true])
         #expect(report.events[0].reason == .ghostEvicted(.absentFromSnapshot))
         #expect(report.events[1].id == 3)
     }

@@ -44,6 +44,12 @@ struct TableHashTests {
     /// Families of keys that differ only in chosen bits (letter case, bit 6 of every byte, the
     /// high bits of digits), as a hostile serial list would: under one table seed, 100,000 of
     /// them fill 2^18 buckets about as random keys would (expected largest bucket: 6 to 8).
+    @Test("Connection IDs and ports hash through the table hash, not SipHash")
+    func keysUseTheTableHash() {
+        #expect(ConnectionID(rawValue: 7).hashValue == TableHash.word(7, seed: 0))
+        #expect(PortKey(bus: 2, port: "2-1.4").hashValue == TableHash.word(2, "2-1.4", seed: 0))
+    }
+
     @Test("Keys that differ only in chosen bits spread over a table's buckets like random keys")
     func structuredKeysSpread() {
         func family(_ choices: [UInt8], positions: Int, prefix: String) -> [String] {

@@ -22,6 +22,7 @@ struct LiveCLITests {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         let words = try SimulatorControl.ctl("storm", added, "1500")
+        try #require(words.count >= 3, "\(words)")
         let start = Date()
         kill(process.processIdentifier, SIGTERM)
         pollUntil { !process.isRunning }
@@ -57,6 +58,7 @@ struct LiveCLITests {
         let output = PipeReader(pipe)
         try #require(output.read { $0.contains("\"serial\":\"SLOW\"") }, "watch never listed SLOW")
         let stormed = try SimulatorControl.ctl("storm", added, "600")  // 1,200 lines: about three pipes' worth
+        try #require(stormed.count >= 3, "\(stormed)")
         let after = try SimulatorControl.plug("1209:00b4:AFTER").id
         // Nobody reads until watch's manager has taken the whole storm and AFTER, which came
         // after it: its log says so (the printer is still stuck on the full pipe).
@@ -220,6 +222,7 @@ struct LiveCLITests {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let words = try SimulatorControl.ctl("plug-hub", "1-9", "4")
+        try #require(words.count >= 3, "\(words)")
         let hub = "\(words[1]):\(words[2])"
         let child = try SimulatorControl.plug("1209:000c:SNC", port: "1-9.4").id
         let watch = try Background(CLI.accessoryctl, ["watch", "--json"] + Self.interval, in: dir)
@@ -261,6 +264,7 @@ extension LiveCLITests {
     @Test("doctor reports each host controller's devices and endpoints, and warns as one nears 32 slots or 96 endpoints")
     func doctorForFarms() throws {
         let top = try SimulatorControl.ctl("plug-hub", "2-9", "7")
+        try #require(top.count >= 3, "\(top)")
         let hub = "\(top[1]):\(top[2])"
         defer { _ = try? SimulatorControl.ctl("unplug", hub) }
         let quiet = try CLI.ctl("doctor")

@@ -193,16 +193,18 @@ enum Cycle {
     /// Plugs `spec`, then unplugs and re-plugs it `count` times, then unplugs it. Returns the
     /// `BUS:ADDRESS` of every instance (`count` + 1), in order.
     static func run(_ count: Int, spec: String, client: HotplugClient) throws -> [String] {
-        var instances = [try SimulatorControl.plug(spec).id]
-        try client.waitFor(instances.last!, arrived: true)
+        var current = try SimulatorControl.plug(spec).id
+        var instances = [current]
+        try client.waitFor(current, arrived: true)
         for _ in 1...count {
-            try SimulatorControl.ctl("unplug", instances.last!)
-            try client.waitFor(instances.last!, arrived: false)
-            instances.append(try SimulatorControl.plug(spec).id)
-            try client.waitFor(instances.last!, arrived: true)
+            try SimulatorControl.ctl("unplug", current)
+            try client.waitFor(current, arrived: false)
+            current = try SimulatorControl.plug(spec).id
+            instances.append(current)
+            try client.waitFor(current, arrived: true)
         }
-        try SimulatorControl.ctl("unplug", instances.last!)
-        try client.waitFor(instances.last!, arrived: false)
+        try SimulatorControl.ctl("unplug", current)
+        try client.waitFor(current, arrived: false)
         return instances
     }
 }

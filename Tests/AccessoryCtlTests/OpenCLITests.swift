@@ -148,7 +148,7 @@ extension LiveCLITests {
                 guard let r = entry.range(of: "\"port\":\"") else { return nil }
                 return String(entry[r.upperBound...].prefix { $0 != "\"" })
             }
-            #expect(twinPorts.count == 2, "\(list.stdout) \(ports)")
+            try #require(twinPorts.count == 2, "\(list.stdout) \(ports)")
             for port in twinPorts { #expect(ambiguous.stderr.contains(port), "\(ambiguous.stderr)") }
             let byPort = try CLI.run(OpenCLI.accessoryctl, ["open", twinPorts[0], "--idle-timeout", "0.2"] + Self.loopback, stdin: Data("one".utf8))
             #expect(byPort.status == 0 && byPort.stdout == "one", "\(byPort.stderr)")

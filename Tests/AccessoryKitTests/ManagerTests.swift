@@ -41,7 +41,7 @@ struct ManagerTests {
         let m = try await manager()
         let log = await EventLog.recording(m)
         let accessories = await m.connectedAccessories
-        #expect(accessories.map(\.descriptor.serial) == ["SN1", "SN2"])
+        try #require(accessories.map(\.descriptor.serial) == ["SN1", "SN2"])
         #expect(accessories.allSatisfy { $0.descriptor.manufacturer == "Example" && $0.descriptor.name == "Loopback Accessory" })
         #expect(accessories.allSatisfy { $0.protocolStrings == ["org.example.loopback"] })
         #expect(accessories[0].connectionID < accessories[1].connectionID)
@@ -202,6 +202,7 @@ struct ManagerTests {
         await backend.advance(by: .milliseconds(250))
         try #require(await log.settled { $0.count == 3 })
         let events = await log.events
+        try #require(events.count == 3)
         #expect(events[1] == .disconnected(ghost, .ghostEvicted(.absentFromSnapshot)))
         guard case .connected(let live) = events[2] else { Issue.record("expected a connect, got \(events[2])"); return }
         #expect(live.descriptor.address == 9 && live.connectionID > ghost.connectionID)

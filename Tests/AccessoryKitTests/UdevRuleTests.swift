@@ -31,7 +31,7 @@ struct UdevRuleTests {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../udev/70-accessorykit.rules")
         let text = try String(contentsOf: url, encoding: .utf8)
         let rules = try UdevRulesParser().parse(text)
-        #expect(rules.count == 2)
+        try #require(rules.count == 2)
         #expect(rules.allSatisfy { r in !r.pairs.contains { $0.key == "MODE" && $0.value == "0666" } })
         #expect(rules[0].matches(vendor: "1209", product: "0001"))
         for product in ["2d00", "2d01", "2d04", "2d05"] { #expect(rules[1].matches(vendor: "18d1", product: product)) }
@@ -71,7 +71,7 @@ struct UdevRuleTests {
     func continuation() throws {
         let text = "# c\nSUBSYSTEM==\"usb\", \\\n  ATTR{idVendor}==\"12[0-9]9|abcd\", ATTR{idProduct}!=\"00*\", GROUP=\"plugdev\"\n"
         let rules = try UdevRulesParser().parse(text)
-        #expect(rules.map(\.line) == [2])
+        try #require(rules.map(\.line) == [2])
         #expect(rules[0].matches(vendor: "1209", product: "1000"))
         #expect(rules[0].matches(vendor: "abcd", product: "1000"))
         #expect(!rules[0].matches(vendor: "1209", product: "0001"))

@@ -47,8 +47,9 @@ struct UmockdevDumpTests {
         let scanned = SysfsScanner().scan().devices
         #expect(scanned.count == wanted.count)
         for attributes in wanted {
-            let bus = try #require(Int(attributes["busnum"]!.trimmingCharacters(in: .whitespacesAndNewlines)))
-            let address = try #require(Int(attributes["devnum"]!.trimmingCharacters(in: .whitespacesAndNewlines)))
+            let (busText, addressText) = (try #require(attributes["busnum"]), try #require(attributes["devnum"]))
+            let bus = try #require(Int(busText.trimmingCharacters(in: .whitespacesAndNewlines)))
+            let address = try #require(Int(addressText.trimmingCharacters(in: .whitespacesAndNewlines)))
             let d = try #require(scanned.first { $0.descriptor.bus == bus && $0.descriptor.address == address }?.descriptor)
             #expect(d.manufacturer == attributes["manufacturer"])
             #expect(d.name == attributes["product"])

@@ -31,6 +31,8 @@ public struct UnprivilegedUser: Sendable {
     /// The device node of `BUS:ADDRESS` in the testbed.
     public func node(_ device: String) -> String {
         let parts = device.split(separator: ":").compactMap { Int($0) }
+        // Not BUS:ADDRESS: a node that is not there, so that the test fails instead of the run.
+        guard parts.count == 2 else { return testbed + "/dev/bus/usb/not-bus-address-\(device)" }
         return testbed + String(format: "/dev/bus/usb/%03d/%03d", parts[0], parts[1])
     }
 

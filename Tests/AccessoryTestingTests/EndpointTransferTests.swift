@@ -135,7 +135,7 @@ struct EndpointTransferTests {
             #expect(try await session.transferIn(0x82, length: 64, timeout: .seconds(1)) == [3, 2, 1])
             #expect(try await session.transferIn(0x83, length: 8, timeout: .seconds(1)) == [0xee, 0x01])
             let seen = device.transfers
-            #expect(seen.map(\.endpoint) == [0x01, 0x82, 0x83])
+            try #require(seen.map(\.endpoint) == [0x01, 0x82, 0x83])
             #expect(seen.map(\.kind) == [.bulk, .bulk, .interrupt])
             #expect(seen[0].data == [1, 2, 3] && seen[0].interface == 0)
             #expect(seen[1].length == 64 && seen[2].length == 8)
@@ -221,7 +221,7 @@ struct EndpointTransferTests {
         }
     }
 
-    @Test("A length outside 0...65,535 (.io) or a negative timeout (.invalidArgument) is refused before anything is sent, naming the value")
+    @Test("A length outside 0...65,535 (.io), more than 16 MiB to send or a negative timeout (.invalidArgument) is refused before anything is sent, naming the value")
     func badArguments() async throws {
         let device = Self.commandDevice { transfer in .data(Array(repeating: 1, count: min(transfer.length, 3))) }
         try await Self.withReader(device) { usb, _, session in
@@ -237,6 +237,12 @@ struct EndpointTransferTests {
                 try await session.transferOut(0x01, [1], timeout: .milliseconds(-5))
             }
             #expect(negativeOut?.code == .invalidArgument)
+            let tooLong = await Self.error { () async throws(AccessoryError) in
+                try await session.transferOut(0x01, [UInt8](repeating: 0, count: (16 << 20) + 1))
+            }
+            #expect(
+                tooLong?.code == .invalidArgument && tooLong?.message.contains("byte count 16777217 is out of range: 0...16777216") == true,
+                "\(String(describing: tooLong))")
             await usb.advance(by: .zero)
             #expect(device.transfers.isEmpty)
             // The bounds themselves are fine.

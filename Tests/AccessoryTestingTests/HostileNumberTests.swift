@@ -312,7 +312,8 @@ struct HostileNumberTests {
                     try await manager.switchToAccessoryMode(phone, identity: identity, wait: wait)
                 }
                 Self.check(result, valid: false, names: "wait \(wait)", "wait \(wait)")
-                #expect(await usb.accessoryStrings(of: usb.devices[0]).allSatisfy { $0 == nil }, "nothing was sent")
+                let phoneDevice = try #require(await usb.devices.first)
+                #expect(await usb.accessoryStrings(of: phoneDevice).allSatisfy { $0 == nil }, "nothing was sent")
             }
         }
     }

@@ -132,7 +132,7 @@ struct RecordedDeviceReplayTests {
         #expect(message.contains("expected \(hex(original[1]))"), "\(message)")
         #expect(message.contains("got \(hex(original[1] ^ 0x40))"), "\(message)")
         // The host saw it as the failure of that one transfer, with the same message.
-        #expect(problems.count == 1 && problems[0].contains("transfer \(index) of the capture"), "\(problems)")
+        #expect(problems.count == 1 && problems.first?.contains("transfer \(index) of the capture") == true, "\(problems)")
         #expect(report.matched == transfers.filter { !Self.isOptional($0) }.count - 1)
     }
 

@@ -1,6 +1,7 @@
 import AccessoryCapture
 import AccessoryCore
 import AccessoryKit
+import AccessoryTestSupport
 import AccessoryTesting
 import Foundation
 import Synchronization
@@ -134,7 +135,8 @@ struct ReplayMatchingTests {
         try b.transfer(0x83, kind: .interrupt, answer: [1], length: 8)
         try b.transfer(0x83, kind: .interrupt, length: 8, status: nil)  // the capture ends first
         let report = try await Self.withReplay(b) { usb, _, _, session async throws in
-            #expect(try await session.transferIn(0x83, length: 8) == [1])
+            // Were the cancelled IN not passed over, this read would wait for good.
+            #expect(try await withDeadline("the read after a cancelled IN") { try await session.transferIn(0x83, length: 8) } == [1])
             let waiting = Task { await Self.failure { _ = try await session.transferIn(0x83, length: 8, timeout: .seconds(1)) } }
             await usb.advance(by: .seconds(2))
             #expect(await waiting.value?.code == .timeout)
@@ -215,6 +217,33 @@ struct ReplayMatchingTests {
         let report = await usb.replayReport(of: replayed)
         #expect(report.isComplete, "\(report)")
         #expect(report.matched == 3 + outs.count + recorded.filter { $0.kind == .bulk && $0.isIn && $0.status == 0 }.count)
+    }
+
+    @Test("A bulk OUT with one byte wrong, against a capture the package recorded, fails naming its transfer, endpoint and byte")
+    func wrongBulkOutByte() async throws {
+        let dir = try CaptureRecordingTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let payload = (0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let path = try await CaptureRecordingTests.record(payload, chunk: 1000, in: dir)
+        let capture = try USBCapture(path: path)
+        let device = try #require(capture.devices.first)
+        let recorded = capture.transfers(of: device)
+        let first = try #require(recorded.first { $0.kind == .bulk && !$0.isIn && $0.status == 0 && $0.data.count > 1 })
+        var wrong = first.data
+        let at = wrong.count / 2
+        wrong[at] ^= 0x5a
+        let usb = SimulatedUSB()
+        let replayed = await usb.plug(try SimulatedAccessory(replaying: capture, device: device))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            try await manager.withSession(to: accessory, protocol: "org.example.loopback") { session in
+                let failure = await Self.failure { try await session.transferOut(first.endpoint, wrong) }
+                #expect(failure?.code == .io, "\(String(describing: failure))")
+                #expect(failure?.message.contains("(bulk OUT 0x01) diverges: at byte \(at) ") == true, "\(String(describing: failure))")
+            }
+        }
+        let report = await usb.replayReport(of: replayed)
+        #expect(report.divergences.count == 1, "\(report)")
     }
 
     @Test("A capture without descriptors takes them from a umockdev recording (by bus and address, else by ID); a bad one is named with its line")

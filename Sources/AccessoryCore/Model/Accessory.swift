@@ -1,7 +1,7 @@
 /// A connected accessory: one attach, with its connection ID.
 public struct Accessory: Hashable, Sendable, Identifiable {
     /// This attach's ID: minted once, never reused.
-    public var connectionID: ConnectionID
+    public let connectionID: ConnectionID
     /// What is known about the device: bus, address, port, IDs and strings.
     public var descriptor: AccessoryDescriptor
     /// Set when another accessory connected at the time it arrived had the same VID, PID and

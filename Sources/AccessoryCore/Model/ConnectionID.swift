@@ -23,7 +23,8 @@ public struct ConnectionID: RawRepresentable, Hashable, Comparable, Sendable, Cu
 
     /// IDs are minted counting up, never taken from a device or a file, so no input can choose
     /// colliding keys: `Dictionary` (which calls this requirement) gets a cheap mix, not SipHash.
-    public func _rawHashValue(seed: Int) -> Int {
+    /// (SPI: it is `Hashable`'s witness, but no part of the public API.)
+    @_spi(TableHash) public func _rawHashValue(seed: Int) -> Int {
         TableHash.word(rawValue, seed: seed)
     }
 }

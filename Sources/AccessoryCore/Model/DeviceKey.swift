@@ -43,7 +43,8 @@ public struct PortKey: Hashable, Sendable, CustomStringConvertible {
     public var description: String { port }
 
     /// `Dictionary`'s hash: a registry finds a port on every arrival (see ``TableHash``).
-    public func _rawHashValue(seed: Int) -> Int {
+    /// (SPI: it is `Hashable`'s witness, but no part of the public API.)
+    @_spi(TableHash) public func _rawHashValue(seed: Int) -> Int {
         TableHash.word(UInt64(UInt(bitPattern: bus)), port, seed: seed)
     }
 }

@@ -30,7 +30,8 @@ public struct ProtocolRule: Sendable, Hashable {
     /// Android Open Accessory: interface 0 of a phone in accessory mode (18d1:2d00–2d05)
     /// speaks `android.accessory`. Every ``ProtocolTable`` includes it.
     public static let androidAccessory = ProtocolRule(
-        androidAccessoryProtocol, match: .productInterface(vendor: 0x18d1, products: 0x2d00...0x2d05, interface: 0))
+        androidAccessoryProtocol, match: .productInterface(
+            vendor: AndroidOpenAccessory.vendor, products: AndroidOpenAccessory.accessoryProducts, interface: 0))
 
     /// The protocol an Android phone's app speaks in accessory mode.
     public static let androidAccessoryProtocol = "android.accessory"

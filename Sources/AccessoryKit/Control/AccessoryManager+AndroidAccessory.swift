@@ -1,15 +1,7 @@
 import AccessoryCore
 
 extension AccessoryManager {
-    /// Android Open Accessory's vendor requests.
-    enum AOA {
-        static let getProtocol: UInt8 = 51
-        static let sendString: UInt8 = 52
-        static let start: UInt8 = 53
-        static let vendor: UInt16 = 0x18d1
-        /// Accessory mode, with or without adb, audio or both.
-        static let accessoryProducts: ClosedRange<UInt16> = 0x2d00...0x2d05
-    }
+    private typealias AOA = AndroidOpenAccessory
 
     /// Switches an Android phone into accessory mode (Android Open Accessory 2) and returns
     /// the accessory it becomes once it has re-enumerated: 18d1:2d00–2d05 on the same port

@@ -5,12 +5,12 @@ import Glibc
 #endif
 
 /// SIGINT and SIGTERM as an async sequence, so a command can stop gracefully: stop the event
-/// thread, close sessions, flush the trace, exit 0. (`accessoryctl` and the device plugin
-/// use it.)
-public enum TerminationSignals {
+/// thread, close sessions, flush the trace, exit 0. The process's signals are the program's to
+/// take, not a library's, so this lives here (the device plugin has its own).
+enum TerminationSignals {
     /// Starts catching SIGINT and SIGTERM (they no longer kill the process) and returns the
     /// stream of signal numbers.
-    public static func catchAll() -> AsyncStream<Int32> {
+    static func catchAll() -> AsyncStream<Int32> {
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         let queue = DispatchQueue(label: "accessoryctl.signals")
         var sources: [any DispatchSourceSignal] = []
