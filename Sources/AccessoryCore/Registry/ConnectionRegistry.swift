@@ -337,7 +337,7 @@ public struct ConnectionRegistry: Sendable {
     /// the phone's serial. Phones keep their serial across the switch, so it is the same
     /// physical accessory even when another process made the switch.
     private static func isAccessoryMode(ofSerial old: String?, _ new: AccessoryDescriptor) -> Bool {
-        guard new.vendor == 0x18d1, let product = new.product, (0x2d00...0x2d05).contains(product),
+        guard new.vendor == AndroidOpenAccessory.vendor, let product = new.product, AndroidOpenAccessory.accessoryProducts.contains(product),
             let serial = new.serial, !serial.isEmpty
         else { return false }
         return old == serial
