@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "AccessoryCapture", targets: ["AccessoryCapture"]),
         .library(name: "AccessoryKit", targets: ["AccessoryKit"]),
         .library(name: "AccessoryTesting", targets: ["AccessoryTesting"]),
+        .library(name: "ProcessSignals", targets: ["ProcessSignals"]),
         .executable(name: "accessoryctl", targets: ["accessoryctl"]),
         .executable(name: "accessory-sim", targets: ["accessory-sim"]),
         .executable(name: "accessory-bench", targets: ["AccessoryBench"]),
@@ -54,10 +55,12 @@ let package = Package(
         // Simulated USB for users' tests: the real manager on an in-process host and a
         // virtual clock, and trace replay through it.
         .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture"]),
+        // SIGINT and SIGTERM for the programs (accessoryctl, the device plugin), not the library.
+        .target(name: "ProcessSignals"),
         .executableTarget(
             name: "accessoryctl",
             dependencies: [
-                "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture",
+                "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "ProcessSignals",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

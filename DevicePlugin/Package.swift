@@ -37,6 +37,7 @@ let package = Package(
             dependencies: [
                 "AccessoryFleet", "KubeletDevicePluginAPI",
                 .product(name: "AccessoryKit", package: "AccessoryKit"),
+                .product(name: "ProcessSignals", package: "AccessoryKit"),
                 .product(name: "AccessoryCore", package: "AccessoryKit"),
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
                 .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),

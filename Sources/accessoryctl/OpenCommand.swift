@@ -2,6 +2,7 @@ import AccessoryCore
 import AccessoryKit
 import ArgumentParser
 import Foundation
+import ProcessSignals
 import Synchronization
 
 struct OpenCommand: AsyncParsableCommand {

@@ -1,8 +1,9 @@
 import AccessoryCore
-import AccessoryTraces
 import AccessoryKit
+import AccessoryTraces
 import ArgumentParser
 import Foundation
+import ProcessSignals
 
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -6,6 +6,7 @@ import GRPCCore
 import GRPCNIOTransportHTTP2
 import KubeletDevicePluginAPI
 import Logging
+import ProcessSignals
 
 /// `accessory-device-plugin`: advertises the accessories that speak a protocol to a kubelet
 /// as an extended resource, healthy while connected, by physical identity.

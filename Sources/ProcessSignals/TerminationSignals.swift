@@ -4,15 +4,16 @@ import Synchronization
 import Glibc
 #endif
 
-/// SIGINT and SIGTERM as an async sequence, so a command can stop gracefully: stop the event
+/// SIGINT and SIGTERM as an async sequence, so a program can stop gracefully: stop the event
 /// thread, close sessions, flush the trace, exit 0. The process's signals are the program's to
-/// take, not a library's, so this lives here (the device plugin has its own).
-enum TerminationSignals {
+/// take, not a library's, so this is a module of its own that `accessoryctl` and the device
+/// plugin import, never AccessoryKit.
+public enum TerminationSignals {
     /// Starts catching SIGINT and SIGTERM (they no longer kill the process) and returns the
     /// stream of signal numbers.
-    static func catchAll() -> AsyncStream<Int32> {
+    public static func catchAll() -> AsyncStream<Int32> {
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        let queue = DispatchQueue(label: "accessoryctl.signals")
+        let queue = DispatchQueue(label: "termination-signals")
         var sources: [any DispatchSourceSignal] = []
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
