@@ -13,10 +13,7 @@ extension AccessoryManager {
     /// for one.
     package func reconcileWithAuthoritativeTruth() {
         guard !isShutDown else { return }
-        var effects = TrackerEffects()
-        effects.look = tracker.beginAuthoritativeLook()
-        perform(effects)
-        arm()
+        reconcile(.snapshot)
     }
 
     /// Dates new connections' links by a replayed trace's time (`nil`: the host's clock).

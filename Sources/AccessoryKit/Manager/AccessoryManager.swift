@@ -264,13 +264,13 @@ public actor AccessoryManager {
         return perform(tracker.scanned(scan.devices, for: plan, at: host.uptime().monotonic))
     }
 
-    /// Reconciles now for `trigger`, and arms the timer for what the tracker wants next.
+    /// Reconciles now for `trigger` (a `.snapshot` takes the truth as authoritative), and
+    /// arms the timer for what the tracker wants next.
     @discardableResult
     func reconcile(_ trigger: ReconcileTrigger) -> RefreshReport {
         tracker.isRecording = fanOut.isTapped
-        var effects = TrackerEffects()
-        effects.look = tracker.beginLook(trigger)
-        let report = RefreshReport(perform(effects))
+        let plan = trigger == .snapshot ? tracker.beginAuthoritativeLook() : tracker.beginLook(trigger)
+        let report = RefreshReport(look(plan))
         arm()
         return report
     }
