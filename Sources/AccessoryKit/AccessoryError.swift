@@ -20,7 +20,7 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
         public static func accessoryDisconnected(_ reason: DisconnectReason) -> Code { Code(kind: .accessoryDisconnected(reason)) }
         /// The operation did not complete in time; the session stays usable.
         public static let timeout = Code(kind: .timeout)
-        /// The endpoint halted (USB STALL). Clear it with `clearStall`.
+        /// The endpoint halted (USB STALL). Clear it with `clearHalt`.
         public static let stall = Code(kind: .stall)
         /// The device sent more data than was asked for.
         public static let overflow = Code(kind: .overflow)

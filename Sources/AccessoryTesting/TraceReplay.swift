@@ -53,7 +53,7 @@ public struct TraceReplay: Sendable {
         let usb = SimulatedUSB()
         let manager = try await AccessoryManager(configuration: configuration, usb: usb)
         let player = Player(records: records, usb: usb, manager: manager)
-        await manager.observe { [weak player] event in player?.record(event) }
+        manager.fanOut.observe { [weak player] event in player?.record(event) }
         do {
             let result = try await body(player)
             await manager.shutdown()

@@ -260,7 +260,7 @@ extension HardwareTests {
                         try await session.flush()
                     }
                     #expect(Self.code(again) == .stall, "the endpoint stays halted until cleared")
-                    try await session.clearStall()
+                    try await session.clearHalt()
                     #expect(try SimulatorControl.ioctlLog(device)["halted"] == "-")
                     #expect(try await session.echo(Array("cleared".utf8)) == Array("cleared".utf8))
                 }
@@ -276,7 +276,7 @@ extension HardwareTests {
                     let stalled = await Self.capture { () async throws(AccessoryError) in try await session.read() }
                     #expect(Self.code(stalled) == .stall)
                     #expect(try SimulatorControl.ioctlLog(device)["halted"] == "0x81")
-                    try await session.clearStall()
+                    try await session.clearHalt()
                     #expect(try SimulatorControl.ioctlLog(device)["halted"] == "-")
                     #expect(try await session.echo(Array("reads again".utf8)) == Array("reads again".utf8))
                 }

@@ -318,7 +318,7 @@ struct ReplayMatchingTests {
                     try await session.flush()
                 }
                 #expect(write?.code == .notFound && write?.message.contains("has no OUT endpoint") == true, "\(String(describing: write))")
-                try await session.clearStall()  // only the IN endpoint's halt is cleared; the missing OUT is skipped
+                try await session.clearHalt()  // only the IN endpoint's halt is cleared; the missing OUT is skipped
             }
         }
     }

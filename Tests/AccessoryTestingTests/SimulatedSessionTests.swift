@@ -119,7 +119,7 @@ struct SimulatedSessionTests {
         }
     }
 
-    @Test("A stalled endpoint throws .stall until clearStall(); then the session goes on")
+    @Test("A stalled endpoint throws .stall until clearHalt(); then the session goes on")
     func stall() async throws {
         let usb = SimulatedUSB()
         let stallNext = Mutex(true)
@@ -134,7 +134,7 @@ struct SimulatedSessionTests {
             try await manager.withSession(to: accessory, protocol: Self.loopback) { session in
                 let first = await Self.code { () async throws(AccessoryError) in try await session.write([1, 2]); try await session.flush() }
                 #expect(first == .stall)
-                try await session.clearStall()
+                try await session.clearHalt()
                 try await session.write([3, 4])
                 #expect(try await session.read(exactly: 2) == [3, 4])
             }

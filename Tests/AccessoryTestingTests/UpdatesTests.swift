@@ -131,7 +131,7 @@ struct UpdatesTests {
         let usb = SimulatedUSB()
         try await withAccessoryManager(usb: usb) { manager in
             let sent = Locked<[ConnectionID: DisconnectReason]>([:])
-            await manager.observe { event in
+            manager.fanOut.observe { event in
                 if case .disconnected(let a, let reason) = event { sent.withLock { $0[a.connectionID] = reason } }
             }
             let limit = 1 + Int(rng.next() % 3)

@@ -48,7 +48,7 @@ extension AccessoryManager {
                 .busy, "session '\(open.name)' is open on accessory \(label); close it before a reset", operation: operation)
         }
         let device = try openForControl(accessory, operation: operation)
-        expectModeSwitch(of: accessory.connectionID, for: .seconds(10))
+        tracker.expectModeSwitch(of: accessory.connectionID, until: host.uptime().monotonic + .seconds(10))
         do {
             try device.reset()
         } catch where error.code == .notFound {
@@ -60,7 +60,7 @@ extension AccessoryManager {
             if error.code.disconnectReason != nil {
                 reportNoDevice(accessory.connectionID, operation: operation)
             } else {
-                endModeSwitch(of: accessory.connectionID)
+                tracker.endModeSwitch(of: accessory.connectionID)
             }
             throw error
         }
@@ -77,51 +77,22 @@ extension AccessoryManager {
         try ArgumentCheck.controlLength(data.length, operation: operation)
         _ = try ArgumentCheck.timeout(timeout, operation: operation)
         let id = accessory.connectionID
-        let label = AccessorySession.label(accessory)
         let interface = request.interfaceToClaim { endpoint in
             deviceInfo(for: id)?.configuration?.interfaces.first { $0.endpoints.contains { $0.address == endpoint } }?.number
         }
         if request.recipient == .endpoint, interface == nil {
             throw AccessoryError(
-                .notFound, "accessory \(label) has no endpoint \(hexByte(UInt8(request.index & 0xff)))", operation: operation)
+                .notFound, "accessory \(AccessorySession.label(accessory)) has no endpoint \(hexByte(UInt8(request.index & 0xff)))",
+                operation: operation)
         }
         // A session of ours that holds the interface lends its claim.
-        if let interface,
-            let held = sessions.session(on: id, interface: interface),
-            let device = held.resources.device
-        {
-            return try await transfer(device, request, data, timeout: timeout, id: id)
+        let call: ControlCall
+        if let interface, let held = sessions.session(on: id, interface: interface), let device = held.resources.device {
+            call = ControlCall(device: device, claim: nil, accessory: accessory, manager: self)
+        } else {
+            call = ControlCall(device: try openForControl(accessory, operation: operation), claim: interface, accessory: accessory, manager: self)
         }
-        let device = try openForControl(accessory, operation: operation)
-        guard let interface else { return try await transfer(device, request, data, timeout: timeout, id: id) }
-        do {
-            try device.claimInterface(interface)
-        } catch {
-            guard error.code == .busy else { throw error }
-            throw AccessoryError(
-                .busy, "interface \(interface) of accessory \(label) is claimed by another process", operation: operation,
-                rawValue: error.rawValue)
-        }
-        defer { try? device.releaseInterface(interface) }
-        return try await transfer(device, request, data, timeout: timeout, id: id)
-    }
-
-    func transfer(
-        _ device: any USBDeviceConnection, _ request: ControlRequest, _ data: ControlData, timeout: Duration, id: ConnectionID
-    ) async throws(AccessoryError) -> [UInt8] {
-        do {
-            return try await device.controlTransfer(request, data, timeout: timeout)
-        } catch {
-            if error.code.disconnectReason != nil { reportNoDevice(id, operation: error.operation ?? "control") }
-            guard error.code == .stall || error.code == .timeout, let accessory = registry(id) else { throw error }
-            // Say which accessory refused which request.
-            let label = AccessorySession.label(accessory)
-            let what = "\(request.kind) request \(request.request) (\(request.recipient), value \(request.value), index \(request.index))"
-            throw AccessoryError(
-                error.code,
-                error.code == .stall ? "accessory \(label) refused \(what) (STALL)" : "accessory \(label) did not answer \(what) within \(timeout)",
-                operation: error.operation, rawValue: error.rawValue)
-        }
+        return try await call(request, data, timeout: timeout)
     }
 
     /// Opens a connected accessory's device for control requests. ACCESS says which udev

@@ -51,6 +51,14 @@ package struct HotplugNotice: Hashable, Sendable {
     /// says (a replayed trace's removal, which may lack the port or the address).
     package var removal: DeviceRemoval?
 
+    /// The device as the notice shows it: its descriptor, with the record's class,
+    /// descriptors, configuration and speed when the host has them.
+    package var device: USBDeviceInfo {
+        USBDeviceInfo(
+            descriptor: descriptor, deviceClass: record?.device.deviceClass ?? 0, deviceDescriptor: record?.device,
+            configuration: record?.configuration, speed: record?.speed)
+    }
+
     /// A libusb notice: every field from the record, the port chain possibly short.
     package init(kind: Kind, device: USBDeviceRecord) {
         self.kind = kind

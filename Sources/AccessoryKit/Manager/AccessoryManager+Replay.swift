@@ -2,12 +2,6 @@ import AccessoryCore
 
 /// What simulated hosts and trace replays need besides the public API.
 extension AccessoryManager {
-    /// Calls `observer` with every notification as it is sent, synchronously, in order:
-    /// what a replay collects without racing a stream.
-    package func observe(_ observer: @escaping @Sendable (AccessoryEvent) -> Void) {
-        fanOut.observe(observer)
-    }
-
     /// Reconciles with the host's OS truth taken as authoritative, as a trace's `snapshot`
     /// is: no instance counts as dead for lagging behind its LEFT event, and no entry waits
     /// for one.

@@ -32,8 +32,8 @@ public actor AccessoryManager {
     /// Every hotplug decision: the manager feeds it inputs and performs its effects.
     var tracker: AccessoryTracker
     /// Every subscriber: ``events(includingCurrent:)``, ``updates(includingCurrent:bufferLimit:)``,
-    /// ``monitorEvents()`` and ``observe(_:)``.
-    nonisolated let fanOut = SubscriberFanOut()
+    /// ``monitorEvents()``, and a replay's observer.
+    package nonisolated let fanOut = SubscriberFanOut()
     private(set) var isShutDown = false
     /// Open sessions and opens under way, by connection and protocol (see
     /// AccessoryManager+Sessions.swift): what closing each needs, and its handle weakly, so
@@ -203,12 +203,9 @@ public actor AccessoryManager {
             let now = host.uptime().monotonic
             switch notice.kind {
             case .arrived:
-                let device = USBDeviceInfo(
-                    descriptor: notice.descriptor, deviceClass: notice.record?.device.deviceClass ?? 0,
-                    deviceDescriptor: notice.record?.device, configuration: notice.record?.configuration, speed: notice.record?.speed)
                 // One device, not a full scan: in a storm the device is often gone already,
                 // and the debounced reconcile that follows catches up anyway.
-                perform(tracker.arrived(device, portNow: host.device(named: notice.descriptor.port), at: now))
+                perform(tracker.arrived(notice.device, portNow: host.device(named: notice.descriptor.port), at: now))
             case .left:
                 if let removal = notice.removal {
                     perform(tracker.left(removal, descriptor: notice.descriptor, at: now))
@@ -238,7 +235,7 @@ public actor AccessoryManager {
             }
             fanOut.send(event)
         }
-        for alarm in effects.falseAlarms { falseAlarm(alarm.id, operation: alarm.operation) }
+        for alarm in effects.falseAlarms { suspectPipes.falseAlarm(alarm.id, on: tracker.entry(alarm.id), operation: alarm.operation, logger: logger) }
         guard let look = effects.look else { return effects }
         var all = effects
         all.look = nil
@@ -302,14 +299,5 @@ public actor AccessoryManager {
             if effects.look == nil { break }
         }
         arm()
-    }
-
-    /// A NO_DEVICE that sysfs has not confirmed for the whole wait: the connection stays, and
-    /// the sessions that saw it end with an I/O error that says so.
-    private func falseAlarm(_ id: ConnectionID, operation: String) {
-        let device = tracker.entry(id).map { "bus \($0.descriptor.bus) address \($0.descriptor.address.map(String.init) ?? "?")" } ?? "the device"
-        logger.warning(
-            "\(operation) on connection \(id) reported the device gone, but sysfs still lists it (\(device)); keeping the connection. Is its device node missing (a container given a stale --device)?")
-        suspectPipes.falseAlarm(id, device: device)
     }
 }

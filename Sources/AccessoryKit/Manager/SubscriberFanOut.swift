@@ -9,7 +9,7 @@ import AccessoryCore
 /// Subscribing and sending must happen on one actor (the manager's): then a subscriber's first
 /// events and the notifications after them neither miss nor repeat anything. Removal may come from any
 /// thread. The lock is never held while a stream is fed or finished.
-final class SubscriberFanOut: Sendable {
+package final class SubscriberFanOut: Sendable {
     private enum Subscriber: Sendable {
         case events(AsyncStream<AccessoryEvent>.Continuation)
         case updates(UpdateBuffer)
@@ -102,7 +102,7 @@ final class SubscriberFanOut: Sendable {
     }
 
     /// Calls `observer` with every notification, synchronously, until ``finish()``.
-    func observe(_ observer: @escaping @Sendable (AccessoryEvent) -> Void) {
+    package func observe(_ observer: @escaping @Sendable (AccessoryEvent) -> Void) {
         _ = add(.observer(observer))
     }
 

@@ -39,7 +39,7 @@ extension AccessoryManager {
             throw AccessoryError(.sessionClosed, "the accessory manager has shut down", operation: operation)
         }
         let id = accessory.connectionID
-        guard let info = deviceInfo(for: id), let address = connectedAddress(of: id) else {
+        guard let info = deviceInfo(for: id), let address = tracker.entry(id)?.descriptor.address else {
             throw AccessoryError(.notFound, "accessory \(label) (connection \(id)) is not connected", operation: operation)
         }
         let key = SessionKey(connection: id, protocolName: protocolName)
@@ -59,19 +59,7 @@ extension AccessoryManager {
             host: host, info: info, address: address, protocolName: protocolName, options: options,
             table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger, label: label,
             sessionName: sessionName,
-            onNoDevice: { [weak self, host] sign, pipe in
-                host.report { [weak self] in
-                    // The manager ends the pipe once it knows: with the reason its own
-                    // disconnect carries (a LEFT event makes it `unplugged`), or with an
-                    // I/O error when sysfs still lists the accessory. The pipe's own
-                    // evidence is only the fallback, for a manager already gone.
-                    guard let self else {
-                        pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label))
-                        return
-                    }
-                    await self.sessionSawDeviceGone(id, sign, pipe: pipe, label: label)
-                }
-            })
+            onNoDevice: SuspectPipes.reporter(to: self, host: host, id: id, label: label))
         let prepared: SessionOpener.Prepared
         do throws(AccessoryError) {
             prepared = try await opener.open()
@@ -81,20 +69,16 @@ extension AccessoryManager {
         }
 
         // Back on the actor: the connection may have ended, or the manager shut down, meanwhile.
-        guard !isShutDown, connectedAddress(of: id) != nil else {
+        guard !isShutDown, tracker.entry(id) != nil else {
             await prepared.undo()
             throw isShutDown
                 ? AccessoryError(.sessionClosed, "the accessory manager has shut down", operation: operation)
                 : AccessoryError(.notFound, "accessory \(label) (connection \(id)) is not connected", operation: operation)
         }
         let session = AccessorySession(
-            name: sessionName, accessory: accessory, protocolName: protocolName, options: options, interface: prepared.interface,
-            inEndpoint: prepared.inEndpoint.address, outEndpoint: prepared.outEndpoint.address,
-            maxPacketSize: max(prepared.outEndpoint.packetSize, 1), manager: self, device: prepared.device,
-            detachedDriver: prepared.detachedDriver, pipe: prepared.pipe, logger: configuration.logger)
+            name: sessionName, accessory: accessory, protocolName: protocolName, options: options, prepared: prepared, manager: self,
+            logger: configuration.logger)
         sessions.open(key, SessionEntry(handle: session, resources: session.resources))
-        configuration.logger.debug(
-            "opened \(session): \(protocolName) on accessory \(label), interface \(prepared.interface), endpoints \(hexByte(prepared.outEndpoint.address)) and \(hexByte(prepared.inEndpoint.address))")
         return session
     }
 
@@ -110,7 +94,9 @@ extension AccessoryManager {
         options: AccessorySession.Options = .init(), isolation: isolated (any Actor)? = #isolation,
         _ body: (AccessorySession) async throws(AccessoryError) -> R
     ) async throws(AccessoryError) -> R {
-        try await withOpenSession(to: accessory, protocol: protocolName, name: name, options: options, body, failure: { $0 })
+        try await SessionScope.run(opening: { () async throws(AccessoryError) in
+            try await openSession(to: accessory, protocol: protocolName, name: name, options: options)
+        }, body, failure: { $0 })
     }
 
     /// Runs `body` with a session open, as the typed form above does, for a `body` that can
@@ -120,37 +106,9 @@ extension AccessoryManager {
         options: AccessorySession.Options = .init(), isolation: isolated (any Actor)? = #isolation,
         _ body: (AccessorySession) async throws -> R
     ) async throws -> R {
-        try await withOpenSession(to: accessory, protocol: protocolName, name: name, options: options, body, failure: { $0 })
-    }
-
-    /// The two `withSession` forms: `failure` lifts the session's own errors (open, flush)
-    /// into `body`'s error type.
-    private func withOpenSession<R: Sendable, Failure: Error>(
-        to accessory: Accessory, protocol protocolName: String, name: String?, options: AccessorySession.Options,
-        isolation: isolated (any Actor)? = #isolation,
-        _ body: (AccessorySession) async throws(Failure) -> R, failure: (AccessoryError) -> Failure
-    ) async throws(Failure) -> R {
-        let session: AccessorySession
-        do { session = try await openSession(to: accessory, protocol: protocolName, name: name, options: options) } catch {
-            throw failure(error)
-        }
-        let result: R
-        do {
-            result = try await body(session)
-        } catch {
-            await session.close()
-            throw error
-        }
-        do {
-            // Writes return once queued: what `body` wrote reaches the accessory before the
-            // session closes, or its failure is thrown.
-            try await session.flush()
-        } catch {
-            await session.close()
-            throw failure(error)
-        }
-        await session.close()
-        return result
+        try await SessionScope.run(opening: { () async throws(AccessoryError) in
+            try await openSession(to: accessory, protocol: protocolName, name: name, options: options)
+        }, body, failure: { $0 })
     }
 
     /// The sessions open now, in name order.
@@ -183,26 +141,6 @@ extension AccessoryManager {
     }
 
     // MARK: Internal API for sessions
-
-    /// Says that this manager is about to make a connection re-enumerate in a new mode (an
-    /// AOA switch, a reset) and waits `wait` for it: a successor on the port within that
-    /// links to it (``Accessory/previousConnectionID``) whatever its IDs.
-    func expectModeSwitch(of id: ConnectionID, for wait: Duration) {
-        tracker.expectModeSwitch(of: id, until: host.uptime().monotonic + wait)
-    }
-
-    /// Says that this manager no longer waits for a connection's mode switch.
-    func endModeSwitch(of id: ConnectionID) {
-        tracker.endModeSwitch(of: id)
-    }
-
-    /// The registry's entry for a connection, visible or not.
-    func registry(_ id: ConnectionID) -> Accessory? { tracker.entry(id) }
-
-    /// The address of a connection still in the registry (hidden or not), or `nil`.
-    func connectedAddress(of id: ConnectionID) -> Int? {
-        tracker.entry(id)?.descriptor.address
-    }
 
     /// Opens the device behind a connection, from libusb's list or, when libusb's cache
     /// missed it, from its device node. A NO_DEVICE failure triggers a reconcile. (Sessions

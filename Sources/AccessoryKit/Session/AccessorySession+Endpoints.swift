@@ -76,7 +76,7 @@ extension AccessorySession {
     }
 
     /// Clears a halt (stall) on `endpoint`, any endpoint of ``endpoints``. On an endpoint the
-    /// streams use, the streams pause meanwhile, as ``clearStall()`` does.
+    /// streams use, the streams pause meanwhile, as ``clearHalt()`` does.
     ///
     /// While it runs, a new call on `endpoint` is `.busy`. The clear (an ioctl that waits
     /// for the device) runs off the cooperative pool.

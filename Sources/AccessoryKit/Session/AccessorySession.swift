@@ -65,25 +65,27 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     /// so that a session nobody holds any more is closed and reported (see `deinit`).
     let resources: SessionResources
 
+    /// A session on what `prepared` opened and claimed.
     init(
-        name: String, accessory: Accessory, protocolName: String, options: Options, interface: UInt8,
-        inEndpoint: UInt8, outEndpoint: UInt8, maxPacketSize: Int, manager: AccessoryManager,
-        device: any USBDeviceConnection, detachedDriver: Bool, pipe: DataPlane, logger: Logger
+        name: String, accessory: Accessory, protocolName: String, options: Options, prepared: SessionOpener.Prepared,
+        manager: AccessoryManager, logger: Logger
     ) {
         self.name = name
         self.accessory = accessory
         self.protocolName = protocolName
         self.options = options
-        self.interfaceNumber = interface
-        self.inEndpoint = inEndpoint
-        self.outEndpoint = outEndpoint
-        self.maxPacketSize = maxPacketSize
+        self.interfaceNumber = prepared.interface
+        self.inEndpoint = prepared.inEndpoint.address
+        self.outEndpoint = prepared.outEndpoint.address
+        self.maxPacketSize = max(prepared.outEndpoint.packetSize, 1)
         self.manager = manager
         self.key = SessionKey(connection: accessory.connectionID, protocolName: protocolName)
-        self.pipe = pipe
+        self.pipe = prepared.pipe
         self.resources = SessionResources(
-            name: name, label: Self.label(accessory), key: key, interface: interface, device: device,
-            detachedDriver: detachedDriver, pipe: pipe, logger: logger)
+            name: name, label: Self.label(accessory), key: key, interface: prepared.interface, device: prepared.device,
+            detachedDriver: prepared.detachedDriver, pipe: prepared.pipe, logger: logger)
+        logger.debug(
+            "opened \(self): \(protocolName) on accessory \(resources.label), interface \(prepared.interface), endpoints \(hexByte(outEndpoint)) and \(hexByte(inEndpoint))")
     }
 
     /// A session dropped without ``close()`` would keep its device and interface for as long
@@ -202,10 +204,10 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
         try ArgumentCheck.timeout(options.writeTimeout, "writeTimeout", operation: operation)
     }
 
-    /// Clears a halt (stall) on both endpoints, after pausing the output and stopping the
-    /// input (nothing is lost), then starts both again. A stall error the output kept for
-    /// the next write is dropped.
-    public func clearStall() async throws(AccessoryError) {
+    /// Clears a halt (stall) on both stream endpoints, after pausing the output and stopping
+    /// the input (nothing is lost), then starts both again. A stall error the output kept for
+    /// the next write is dropped. ``clearHalt(_:)`` clears one endpoint.
+    public func clearHalt() async throws(AccessoryError) {
         let endpoints = [outEndpoint, inEndpoint].filter { !AbsentEndpointQueue.isPlaceholder($0) }
         var held: [UInt8] = []
         defer { for endpoint in held { pipe.calls.endClearingHalt(endpoint) } }
@@ -219,6 +221,10 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
             for endpoint in endpoints { try device.clearHalt(endpoint: endpoint) }
         }
     }
+
+    /// The old name of ``clearHalt()``.
+    @available(*, deprecated, renamed: "clearHalt()")
+    public func clearStall() async throws(AccessoryError) { try await clearHalt() }
 
     /// The open device, or `.sessionClosed`.
     func openDevice(_ operation: String) throws(AccessoryError) -> any USBDeviceConnection {

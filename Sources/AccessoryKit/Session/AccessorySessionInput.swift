@@ -7,7 +7,7 @@ extension AccessorySession {
     /// read fails:
     /// - `.accessoryDisconnected(reason)` when the accessory went away (final);
     /// - `.timeout` (see ``Options/readTimeout``), `.cancelled` when the reading task was
-    ///   cancelled, `.stall` until ``AccessorySession/clearStall()``: nothing is lost, and
+    ///   cancelled, `.stall` until ``AccessorySession/clearHalt()``: nothing is lost, and
     ///   iterating ``AccessorySession/input`` again goes on where it stopped;
     /// - `.busy` when another task is reading at the same time, or a `transferIn` call is in
     ///   flight on the stream's endpoint.
