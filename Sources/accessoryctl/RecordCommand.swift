@@ -8,7 +8,7 @@ import ProcessSignals
 struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
-        abstract: "Record the hotplug monitor's events into a trace file (TRACE-FORMAT.md).",
+        abstract: "Record the hotplug monitor's events into a trace file (format: AccessoryTraces.docc/TraceFormat.md).",
         discussion: """
             The trace starts with a snapshot of the accessories present, then holds every add and \
             remove as the monitor applies it, the OS truth (a snapshot) at every reconcile, and \

@@ -7,7 +7,8 @@ struct ReplayCommand: ParsableCommand {
         commandName: "replay",
         abstract: "Apply a hotplug trace to a fresh registry and print every notification and the final registry.",
         discussion: """
-            The trace format and the --json output are specified in TRACE-FORMAT.md. A malformed line \
+            The trace format and the --json output are specified in the package's article \
+            Sources/AccessoryTraces/AccessoryTraces.docc/TraceFormat.md. A malformed line \
             is an error naming the file, the line and the reason (exit 1); a truncated last line is \
             only a warning.
 
@@ -20,7 +21,7 @@ struct ReplayCommand: ParsableCommand {
     @Argument(help: "The trace file (JSON Lines), or - for standard input.")
     var trace: String
 
-    @Flag(help: "Print JSON Lines as TRACE-FORMAT.md gives them.")
+    @Flag(help: "Print JSON Lines as the trace format gives them (AccessoryTraces.docc/TraceFormat.md).")
     var json = false
 
     @Option(help: "Inject faults first: drop=P,dup=P,reorder=P,delay=P[,wrap] (probabilities 0…1).")

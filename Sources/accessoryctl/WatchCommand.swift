@@ -24,7 +24,7 @@ struct WatchCommand: AsyncParsableCommand {
               accessoryctl watch --json | head -1
             """)
 
-    @Flag(help: "Print the notification lines of TRACE-FORMAT.md's replay output.")
+    @Flag(help: "Print the notification lines of the trace format's replay output (AccessoryTraces.docc/TraceFormat.md).")
     var json = false
 
     /// How many lines may wait for a slow reader before they collapse into the difference
@@ -52,7 +52,7 @@ struct WatchCommand: AsyncParsableCommand {
             if !json { out.writeLine(style.bold("TIME          " + EventText.header)) }
             for await update in updates {
                 guard case .event(let event) = update else {
-                    // The stdout lines stay those of TRACE-FORMAT.md; the ones after this note
+                    // The stdout lines stay those of the trace format's replay output; the ones after this note
                     // bring the reader's list up to date.
                     if case .resynchronized(let missed) = update {
                         note("accessoryctl watch: output fell behind by more than \(backlog) lines; \(missed) were dropped, and the lines that follow are the difference (each accessory that left, with its reason, then each that is new)")

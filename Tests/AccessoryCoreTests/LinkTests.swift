@@ -1,7 +1,7 @@
 import Testing
 @testable import AccessoryCore
 
-/// Re-enumeration links: a connection names the one it continues (TRACE-FORMAT.md, `previous`).
+/// Re-enumeration links: a connection names the one it continues (the trace format's `previous`).
 @Suite("Re-enumeration links")
 struct LinkTests {
     /// Applies events at the given times and returns the connections made, in order.

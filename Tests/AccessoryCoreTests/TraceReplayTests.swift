@@ -61,6 +61,18 @@ struct TraceReplayTests {
         }
     }
 
+    @Test("The package's article names every field and value the contract names", .needsContracts)
+    func articleCoversTheContract() throws {
+        let contract = try String(contentsOf: SharedFolder.root.appendingPathComponent("TRACE-FORMAT.md"), encoding: .utf8)
+        let article = try String(
+            contentsOf: Fixtures.root.deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Sources/AccessoryTraces/AccessoryTraces.docc/TraceFormat.md"), encoding: .utf8)
+        // Every code span of the contract (field names, event names, reasons, examples).
+        let spans = contract.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        #expect(spans.count > 40)
+        for span in Set(spans) { #expect(article.contains("`\(span)`"), "the article lacks `\(span)`") }
+    }
+
     @Test("A t too large for a Duration is held at its limit, not a trap (a fuzzer's finding)")
     func hugeT() throws {
         #expect(TraceRecord(t: 1e300, event: .sleep).time == .seconds(4_000_000_000))

@@ -1,6 +1,6 @@
 import AccessoryCore
 /// Formats replay notifications as JSON Lines, as `accessoryctl replay --json` prints them
-/// (TRACE-FORMAT.md, "Replay output").
+/// (<doc:TraceFormat>, "Replay output").
 ///
 /// One line per notification:
 /// `{"notification":"connected","connectionID":1,"bus":1,"address":5,"port":"1-1.4","vendor":"1209","product":"0001","serial":"SN1"}`;

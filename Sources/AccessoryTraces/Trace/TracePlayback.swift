@@ -2,7 +2,7 @@ import AccessoryCore
 /// Plays a trace back through an `AccessoryTracker`, with no I/O and no clock (what
 /// `accessoryctl replay` prints; AccessoryTesting's `TraceReplay` plays one through a whole
 /// manager on simulated USB instead). The records are the tracker's inputs, so the
-/// decisions are the manager's own, applied as TRACE-FORMAT.md's replay semantics say: in
+/// decisions are the manager's own, applied as <doc:TraceFormat>'s replay semantics say: in
 /// file order, each at its time `t`, every snapshot is reconciled as authoritative, and once the trace ends the registry
 /// is reconciled against the last snapshot if events came after it.
 ///

@@ -1,7 +1,7 @@
 import AccessoryCore
 import Foundation
 
-/// Reads a hotplug trace (TRACE-FORMAT.md, version 1) one record at a time.
+/// Reads a hotplug trace (<doc:TraceFormat>, version 1) one record at a time.
 ///
 /// The file is read in chunks (1 MiB by default) and never held whole, so memory does not
 /// grow with the trace: only the longest line must fit. Blank lines are skipped, unknown

@@ -1,5 +1,5 @@
 import AccessoryCore
-/// Writes a hotplug trace (TRACE-FORMAT.md, version 1) to a ``TraceSink``.
+/// Writes a hotplug trace (<doc:TraceFormat>, version 1) to a ``TraceSink``.
 ///
 /// Fields are written in the contract's order (`t`, `event`, `bus`, `address`, `port`,
 /// `vendor`, `product`, `serial`, `manufacturer`, `name`, `bcdDevice`, `protocols`); unknown
