@@ -212,19 +212,38 @@ public actor SimulatedUSB {
     func makeHost() -> SimulatedHost { SimulatedHost(system: system) }
 
     /// A trace's `add`: attaches exactly what it describes and delivers the arrival.
-    func replayArrival(_ descriptor: AccessoryDescriptor) async {
+    func replayArrival(_ descriptor: AccessoryDescriptor, at time: Duration?) async {
         system.attach(descriptor)
-        await deliver(HotplugNotice(kind: .arrived, descriptor: descriptor))
+        var notice = HotplugNotice(kind: .arrived, descriptor: descriptor)
+        notice.recordedTime = time
+        await deliver(notice)
     }
 
     /// A trace's `remove`: detaches what it names and delivers exactly that removal.
-    func replayRemoval(_ removal: DeviceRemoval) async {
+    func replayRemoval(_ removal: DeviceRemoval, at time: Duration?) async {
         let known = removal.address.flatMap { system.device(bus: removal.bus, address: $0) }?.info.descriptor
         system.detach(removal)
         var notice = HotplugNotice(
             kind: .left, descriptor: known ?? AccessoryDescriptor(bus: removal.bus, address: removal.address, port: removal.port ?? ""))
         notice.removal = removal
+        notice.recordedTime = time
         await deliver(notice)
+    }
+
+    /// A trace's `snapshot`, `sleep`, `wake` or `overflow`, at its recorded time: a snapshot
+    /// becomes the OS truth, and the managers take it as authoritative.
+    func replaySystem(_ event: HotplugEvent, at time: Duration?) async {
+        let kind: HotplugNotice.Kind
+        switch event {
+        case .snapshot(let devices):
+            system.setTruth(devices)
+            kind = .truth
+        case .sleep: kind = .sleep
+        case .wake: kind = .wake
+        case .overflow: kind = .overflow
+        case .added, .removed: return
+        }
+        await deliver(.system(kind, recordedTime: time))
     }
 
     /// Sends a notice to every manager on the simulation and returns once all have handled it.

@@ -102,18 +102,16 @@ public struct TraceReplay: Sendable {
             guard position < records.count else { return nil }
             let record = records[position]
             position += 1
-            if let time = record.time { await manager.setRecordedTime(time) }
             switch record.event {
             case .added(let d):
-                await usb.replayArrival(d)
+                await usb.replayArrival(d, at: record.time)
             case .removed(let r):
-                await usb.replayRemoval(r)
+                await usb.replayRemoval(r, at: record.time)
             case .snapshot(let devices):
-                usb.system.setTruth(devices)
-                await manager.reconcileWithAuthoritativeTruth()
+                await usb.replaySystem(record.event, at: record.time)
                 lastSnapshot = devices
             case .sleep, .wake, .overflow:
-                await manager.applyRecorded(record.event)
+                await usb.replaySystem(record.event, at: record.time)
             }
             if case .snapshot = record.event { changedSinceSnapshot = false } else if lastSnapshot != nil { changedSinceSnapshot = true }
             return record
@@ -136,8 +134,7 @@ public struct TraceReplay: Sendable {
             guard !finished else { return }
             finished = true
             if changedSinceSnapshot, let last = lastSnapshot {
-                usb.system.setTruth(last)
-                await manager.reconcileWithAuthoritativeTruth()
+                await usb.replaySystem(.snapshot(last), at: nil)
             }
         }
     }

@@ -31,10 +31,17 @@ package struct USBDeviceRecord: Hashable, Sendable {
     }
 }
 
-/// A hotplug notice: a device arrived or left.
+/// A hotplug notice: a device arrived or left; or news of the whole system, which a host
+/// that knows it reports (a replayed trace's records, say).
 package struct HotplugNotice: Hashable, Sendable {
     package enum Kind: Hashable, Sendable {
         case arrived, left
+        /// The system slept or woke, or the host lost notices: the tracker suspects itself,
+        /// and the next look settles it.
+        case sleep, wake, overflow
+        /// The host's OS truth is whole and authoritative now (a trace's `snapshot`): a full
+        /// look in which no instance counts as dead for lagging behind its LEFT event.
+        case truth
     }
 
     package var kind: Kind
@@ -50,6 +57,9 @@ package struct HotplugNotice: Hashable, Sendable {
     /// For a LEFT: exactly what to remove, when the host knows it better than `descriptor`
     /// says (a replayed trace's removal, which may lack the port or the address).
     package var removal: DeviceRemoval?
+    /// When the source says the notice happened (a recorded trace's `t`), which dates the
+    /// links between connections; `nil`: the host's clock.
+    package var recordedTime: Duration?
 
     /// The device as the notice shows it: its descriptor, with the record's class,
     /// descriptors, configuration and speed when the host has them.
@@ -66,6 +76,14 @@ package struct HotplugNotice: Hashable, Sendable {
         self.record = device
         self.portIsExact = false
         self.removal = nil
+    }
+
+    /// A notice about the whole system (`.sleep`, `.wake`, `.overflow`, `.truth`), about no
+    /// device.
+    package static func system(_ kind: Kind, recordedTime: Duration?) -> HotplugNotice {
+        var notice = HotplugNotice(kind: kind, descriptor: AccessoryDescriptor(bus: 0, address: nil, port: ""))
+        notice.recordedTime = recordedTime
+        return notice
     }
 
     /// A notice about a device known only by its descriptor, with an exact port chain.

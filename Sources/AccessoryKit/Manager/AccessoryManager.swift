@@ -201,6 +201,7 @@ public actor AccessoryManager {
     func handle(_ notices: [HotplugNotice]) {
         for notice in notices where !isShutDown {
             let now = host.uptime().monotonic
+            if let time = notice.recordedTime { tracker.recordedTime = time }
             switch notice.kind {
             case .arrived:
                 // One device, not a full scan: in a storm the device is often gone already,
@@ -212,6 +213,10 @@ public actor AccessoryManager {
                 } else {
                     perform(tracker.left(notice.descriptor, portIsExact: notice.portIsExact, at: now))
                 }
+            case .sleep: perform(tracker.apply(.sleep, at: now))
+            case .wake: perform(tracker.apply(.wake, at: now))
+            case .overflow: perform(tracker.apply(.overflow, at: now))
+            case .truth: reconcile(.snapshot)
             }
         }
         arm()
