@@ -21,7 +21,9 @@ struct DeviceTable {
         case .complete, .error:
             guard !descriptorRequests.isEmpty, descriptorRequests.remove(record.key) != nil else { break }
             // A device descriptor: bLength, bDescriptorType 1, …, idVendor at 8, idProduct at 10.
-            if header.event == .complete, header.status == 0, data.count >= 12, data[1] == 1, devices[index].vendor == nil {
+            // Not at address 0: that entry is whatever device is enumerating, and the IDs go
+            // to the address it is given, so that it never stands in for the device.
+            if header.event == .complete, header.status == 0, data.count >= 12, data[1] == 1, devices[index].vendor == nil, header.device != 0 {
                 devices[index].vendor = data.u16(8, bigEndian: false)
                 devices[index].product = data.u16(10, bigEndian: false)
             }

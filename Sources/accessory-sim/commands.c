@@ -21,7 +21,7 @@ static const struct {
     CommandFn *run;
     const char *usage; /* its line of "help", and what its "error usage:" says */
 } commands[] = {
-    {"plug", cmd_plug, "plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,android] [--port P] [--silent]"},
+    {"plug", cmd_plug, "plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,noname][,android] [--port P] [--silent]"},
     {"plug-hub", cmd_plug_hub, "plug-hub PORT NPORTS"},
     {"unplug", cmd_unplug, "unplug BUS:ADDRESS [--silent | --urbs-first [--uevent-delay MS]]"},
     {"replug", cmd_replug, "replug BUS:ADDRESS [--silent]"},

@@ -15,6 +15,8 @@
  *       ",interrupt" the loopback with interrupt OUT 0x01 / IN 0x81 (64 bytes,
  *         bInterval 1) instead of bulk, still echoed; an INTERRUPT URB on a bulk
  *         endpoint fails with EINVAL, a BULK URB on an interrupt one runs as interrupt;
+ *       ",noname" the loopback interface without a string (iInterface 0), as most
+ *         real devices' interfaces are: a protocol rule or its number opens it;
  *       ",android" an Android phone (Google "Pixel 8", one MTP interface: bulk
  *         0x81/0x01, interrupt 0x82; no echo) speaking Android Open Accessory 2:
  *         GET_PROTOCOL (51) -> 2, SEND_STRING (52) index 0-5, START (53) -> ~20 ms

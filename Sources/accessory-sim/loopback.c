@@ -1,7 +1,7 @@
 /*
  * accessory-sim: the loopback kind (KIND_LOOPBACK): one vendor-specific
  * interface (ff/00/00, bInterfaceNumber from ",interface=N", iInterface the
- * spec's protocol) whose OUT 0x01 data comes back on IN 0x81, bulk (512
+ * spec's protocol, or 0 with ",noname") whose OUT 0x01 data comes back on IN 0x81, bulk (512
  * bytes) or with ",interrupt" interrupt (64 bytes, bInterval 1). The echo
  * itself runs in urbs.c, for every endpoint kind_echoes() names.
  */
@@ -22,8 +22,8 @@ GBytes *loopback_descriptors(const Spec *s)
         /* configuration 1: bus powered, 100 mA */
         9, 0x02, 32, 0, 1, 1, 0, 0x80, 50,
         /* the interface (bInterfaceNumber from the spec, default 0): vendor specific,
-         * iInterface 4 = PROTOCOL */
-        9, 0x04, s->interface, 0, 2, 0xff, 0x00, 0x00, 4,
+         * iInterface 4 = PROTOCOL (0, no string, with ",noname") */
+        9, 0x04, s->interface, 0, 2, 0xff, 0x00, 0x00, (guint8)(s->noname ? 0 : 4),
         /* bulk OUT 0x01, 512 bytes */
         7, 0x05, 0x01, type, lo, hi, interval,
         /* bulk IN 0x81, 512 bytes */
@@ -38,5 +38,5 @@ void loopback_strings(const Spec *s, char *strings[8])
     strings[1] = g_strdup("Example");
     strings[2] = g_strdup("Loopback Accessory");
     strings[3] = g_strdup(s->serial);
-    strings[4] = g_strdup(s->protocol);
+    strings[4] = s->noname ? NULL : g_strdup(s->protocol);
 }

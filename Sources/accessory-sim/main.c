@@ -76,7 +76,7 @@ static void usage(FILE *f)
             "       accessory-sim ctl CMD [ARGS...]\n"
             "\n"
             "ctl commands:\n"
-            "  plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,android] [--port P] [--silent]\n"
+            "  plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,noname][,android] [--port P] [--silent]\n"
             "                                                           ok BUS ADDRESS PORT\n"
             "  plug-hub PORT NPORTS                                     ok BUS ADDRESS PORT (a hub; plug behind it at PORT.N)\n"
             "  unplug BUS:ADDRESS [--silent]                            ok (a hub: the devices behind it first, deepest first)\n"

@@ -35,7 +35,7 @@ static gboolean valid_usb_string(const char *s)
 
 gboolean spec_parse(const char *text, Spec *out, char **error)
 {
-    /* Options after the first comma: ",interface=N", ",interrupt", ",android". */
+    /* Options after the first comma: ",interface=N", ",interrupt", ",noname", ",android". */
     const char *comma = strchr(text, ',');
     gchar *head = comma ? g_strndup(text, (gsize)(comma - text)) : g_strdup(text);
     gchar **options = comma ? g_strsplit(comma + 1, ",", -1) : g_new0(gchar *, 1);
@@ -65,9 +65,15 @@ gboolean spec_parse(const char *text, Spec *out, char **error)
             out->kind = KIND_PHONE;
         else if (strcmp(*o, "interrupt") == 0)
             out->interrupt = TRUE;
+        else if (strcmp(*o, "noname") == 0)
+            out->noname = TRUE;
     }
     if (out->kind == KIND_PHONE && out->interrupt) {
         *error = g_strdup_printf("usage: '%s' is both android and interrupt; pick one", text);
+        goto out;
+    }
+    if (out->kind == KIND_PHONE && out->noname) {
+        *error = g_strdup_printf("usage: '%s': noname is for a loopback; an android phone's interfaces are fixed", text);
         goto out;
     }
     if (n >= 4 && parts[3][0] != '\0') {
@@ -94,10 +100,10 @@ gboolean spec_parse(const char *text, Spec *out, char **error)
                 goto out;
             }
             out->interface = (guint8)v;
-        } else if (strcmp(*o, "android") == 0 || strcmp(*o, "interrupt") == 0) {
+        } else if (strcmp(*o, "android") == 0 || strcmp(*o, "interrupt") == 0 || strcmp(*o, "noname") == 0) {
             /* taken above */
         } else {
-            *error = g_strdup_printf("usage: unknown option '%s' in '%s' (this accessory-sim knows interface=N, interrupt, android)", *o, text);
+            *error = g_strdup_printf("usage: unknown option '%s' in '%s' (this accessory-sim knows interface=N, interrupt, noname, android)", *o, text);
             goto out;
         }
     }
@@ -124,6 +130,7 @@ void spec_copy(Spec *dst, const Spec *src)
     dst->protocol = g_strdup(src->protocol);
     dst->interface = src->interface;
     dst->interrupt = src->interrupt;
+    dst->noname = src->noname;
     dst->kind = src->kind;
     dst->hub_ports = src->hub_ports;
 }

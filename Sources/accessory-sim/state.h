@@ -52,6 +52,7 @@ typedef struct {
     char *protocol; /* interface string (iInterface) */
     guint8 interface; /* ",interface=N": the protocol interface's bInterfaceNumber */
     gboolean interrupt; /* ",interrupt": interrupt endpoints instead of bulk */
+    gboolean noname;    /* ",noname": iInterface 0, the interface has no string */
     Kind kind;
     guint8 hub_ports; /* KIND_HUB: downstream ports */
 } Spec;

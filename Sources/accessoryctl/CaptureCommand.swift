@@ -5,7 +5,7 @@ struct CaptureCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "capture",
         abstract: "Read Linux usbmon captures (pcap or pcapng, as Wireshark, tcpdump or AccessoryKit write them).",
-        subcommands: [Summary.self])
+        subcommands: [Summary.self, Trim.self])
 
     struct Summary: ParsableCommand {
         static let configuration = CommandConfiguration(

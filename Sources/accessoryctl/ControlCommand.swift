@@ -19,6 +19,7 @@ struct ControlCommand: AsyncParsableCommand {
               accessoryctl control 18d1:4ee7 --in --length 2 --type vendor --recipient device --request 51
               accessoryctl control 1209:0001 --out --data "01 02 03" --type vendor --request 0x10 --value 1
               accessoryctl control 1209:0001 --in --length 2 --type standard --recipient interface --request 0 --index 0
+              accessoryctl control 06cb:00bd --in --length 2 --type standard --interface 0 --request 0
             """)
 
     enum RequestKind: String, ExpressibleByArgument, CaseIterable {
@@ -67,6 +68,9 @@ struct ControlCommand: AsyncParsableCommand {
     @Option(help: "wIndex (0–65535): the interface number or endpoint address for those recipients.")
     var index: String = "0"
 
+    @Option(name: .customLong("interface"), help: "An interface request to interface N (0–255): --recipient interface --index N.")
+    var interfaceNumber: UInt8?
+
     @Option(help: "Seconds to wait for the device to answer.")
     var timeout: Double = 1
 
@@ -88,14 +92,21 @@ struct ControlCommand: AsyncParsableCommand {
             let bytes = try Self.hexBytes(data ?? "")
             try Self.checkLength(bytes.count, option: "--data")
         }
+        if interfaceNumber != nil {
+            guard recipient == .device || recipient == .interface, index == "0" else {
+                throw ValidationError("--interface N stands for --recipient interface --index N; give one or the other")
+            }
+        }
         _ = try setup()
         try GlobalOptions.validateSeconds(timeout, option: "--timeout", allowsZero: false, atMost: 3600)
     }
 
     func setup() throws -> ControlRequest {
-        ControlRequest(
-            kind.kind, recipient: recipient.recipient, request: UInt8(try Self.number(request, "--request", max: 255)),
-            value: UInt16(try Self.number(value, "--value", max: 65535)), index: UInt16(try Self.number(index, "--index", max: 65535)))
+        let index = try interfaceNumber.map(UInt16.init) ?? UInt16(try Self.number(self.index, "--index", max: 65535))
+        return ControlRequest(
+            kind.kind, recipient: interfaceNumber == nil ? recipient.recipient : .interface,
+            request: UInt8(try Self.number(request, "--request", max: 255)),
+            value: UInt16(try Self.number(value, "--value", max: 65535)), index: index)
     }
 
     func run() async throws {

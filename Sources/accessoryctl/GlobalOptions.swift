@@ -10,6 +10,11 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Seconds between periodic reconciles with sysfs.")
     var reconcileInterval: Double = 2
 
+    @Option(help: ArgumentHelp(
+        "Protocol rules: a JSON array such as [{\"vendor\": \"06cb\", \"product\": \"00bd\", \"interface\": 0, \"protocol\": \"com.example.reader\"}] (product and interface optional).",
+        valueName: "file"))
+    var protocols: String?
+
     func validate() throws {
         try Self.validateSeconds(reconcileInterval, option: "--reconcile-interval", allowsZero: false, atMost: 86_400)
     }
@@ -36,10 +41,23 @@ struct GlobalOptions: ParsableArguments {
 
     /// Starts a manager, or prints why it cannot start and exits 1.
     func startManager(capturePath: String? = nil) async throws -> AccessoryManager {
+        let table = try protocolTable()
         do {
-            return try await AccessoryManager(configuration: .init(reconcileInterval: interval, capturePath: capturePath))
+            return try await AccessoryManager(
+                configuration: .init(reconcileInterval: interval, protocolTable: table, capturePath: capturePath))
         } catch {
             note("error: \(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// The rules of --protocols, or none; prints why the file is refused and exits 1.
+    func protocolTable() throws -> ProtocolTable {
+        guard let protocols else { return ProtocolTable() }
+        do {
+            return try ProtocolTable(contentsOf: protocols)
+        } catch {
+            note("error: \(error.message)")
             throw ExitCode(1)
         }
     }

@@ -12,7 +12,9 @@ struct OpenCommand: AsyncParsableCommand {
         discussion: """
             TARGET is VID:PID[:SERIAL] in hexadecimal (1209:0001, 1209:0001:SN1) or a port chain \
             (1-1.4). The protocol picks the interface, as an iOS app's EASession does: a \
-            vendor-specific interface whose string descriptor is the protocol name.
+            vendor-specific interface whose string descriptor is the protocol name, or one that a \
+            rule of --protocols names. A device whose interfaces carry no string opens with \
+            --interface N instead (see 'accessoryctl describe' for its interfaces).
 
             After standard input ends, the command keeps reading until the accessory has been \
             quiet for --idle-timeout seconds, then exits 0 (like nc -q). If the accessory goes away \
@@ -24,13 +26,18 @@ struct OpenCommand: AsyncParsableCommand {
               echo hello | accessoryctl open 1209:0001 --protocol org.example.loopback
               accessoryctl open 1209:0001:SN1 --protocol org.example.loopback --progress < firmware.bin > reply.bin
               accessoryctl open 1-1.4 --protocol com.example.console --idle-timeout 0.2 --detach-kernel-driver
+              accessoryctl open 06cb:00bd --interface 0 < request.bin
+              accessoryctl open 06cb:00bd --protocols rules.json --protocol com.example.reader
             """)
 
     @Argument(help: "The accessory: VID:PID[:SERIAL] (hex) or a port chain such as 1-1.4.")
     var target: String
 
     @Option(name: .customLong("protocol"), help: "The protocol to open, such as org.example.loopback.")
-    var protocolName: String
+    var protocolName: String?
+
+    @Option(name: .customLong("interface"), help: "Open this interface (bInterfaceNumber, 0–255) instead of a protocol's.")
+    var interfaceNumber: UInt8?
 
     @Option(help: "A name for the session, in logs and in 'busy' messages.")
     var name: String = "accessoryctl open"
@@ -52,6 +59,9 @@ struct OpenCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try Self.parse(target)
+        guard (protocolName == nil) != (interfaceNumber == nil) else {
+            throw ValidationError("give exactly one of --protocol NAME and --interface N")
+        }
         try GlobalOptions.validateSeconds(idleTimeout, option: "--idle-timeout", allowsZero: true, atMost: 604_800)
     }
 
@@ -71,8 +81,12 @@ struct OpenCommand: AsyncParsableCommand {
         }
         let session: AccessorySession
         do {
-            session = try await manager.openSession(
-                to: accessory, protocol: protocolName, name: name, options: .init(detachKernelDriver: detachKernelDriver))
+            let options = AccessorySession.Options(detachKernelDriver: detachKernelDriver)
+            if let interfaceNumber {
+                session = try await manager.openSession(to: accessory, interface: interfaceNumber, name: name, options: options)
+            } else {
+                session = try await manager.openSession(to: accessory, protocol: protocolName ?? "", name: name, options: options)
+            }
         } catch {
             note("error: \(error.message)")
             await manager.shutdown()

@@ -32,6 +32,34 @@ extension AccessoryManager {
         to accessory: Accessory, protocol protocolName: String, name: String? = nil,
         options: AccessorySession.Options = .init()
     ) async throws(AccessoryError) -> AccessorySession {
+        try await openSession(to: accessory, protocolName: protocolName, interface: nil, name: name, options: options)
+    }
+
+    /// Opens a session on one interface of an accessory, chosen by its number
+    /// (`bInterfaceNumber`) rather than by a protocol: for a device whose interfaces carry
+    /// no protocol string and that no rule of the ``Configuration/protocolTable`` names.
+    ///
+    /// The interface's lowest alternate setting is selected, and the session streams
+    /// through its first bulk endpoint in each direction, else its first interrupt one, as
+    /// ``openSession(to:protocol:name:options:)`` does. The session's
+    /// ``AccessorySession/protocolName`` is `interface N`: a second session on the same
+    /// interface is refused with `.busy`.
+    ///
+    /// - Throws: ``AccessoryError``, as ``openSession(to:protocol:name:options:)`` does, and
+    ///   `.invalidArgument` when the device has no interface `number`, listing those it has.
+    public func openSession(
+        to accessory: Accessory, interface number: UInt8, name: String? = nil,
+        options: AccessorySession.Options = .init()
+    ) async throws(AccessoryError) -> AccessorySession {
+        try await openSession(to: accessory, protocolName: "interface \(number)", interface: number, name: name, options: options)
+    }
+
+    /// Opens a session in `protocolName`; on interface `number` when one is given, else on
+    /// the interface the protocol picks.
+    private func openSession(
+        to accessory: Accessory, protocolName: String, interface number: UInt8?, name: String?,
+        options: AccessorySession.Options
+    ) async throws(AccessoryError) -> AccessorySession {
         let label = AccessorySession.label(accessory)
         let operation = "open session"
         try options.validate(operation: operation)
@@ -56,7 +84,7 @@ extension AccessoryManager {
         defer { sessions.endReservation(key) }
 
         let opener = SessionOpener(
-            host: host, info: info, address: address, protocolName: protocolName, options: options,
+            host: host, info: info, address: address, protocolName: protocolName, interfaceNumber: number, options: options,
             table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger, label: label,
             sessionName: sessionName,
             onNoDevice: SuspectPipes.reporter(to: self, host: host, id: id, label: label))

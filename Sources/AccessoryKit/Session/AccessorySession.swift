@@ -43,7 +43,8 @@ public final class AccessorySession: Sendable, CustomStringConvertible {
     public let name: String
     /// The accessory, as it was when the session opened.
     public let accessory: Accessory
-    /// The protocol the session speaks.
+    /// The protocol the session speaks; `interface N` for a session opened by interface
+    /// number.
     public let protocolName: String
     /// The options it was opened with.
     public let options: Options

@@ -30,6 +30,9 @@ struct SessionOpener: Sendable {
     var info: USBDeviceInfo
     var address: Int
     var protocolName: String
+    /// The interface to open, by number, when the caller named one: the protocol name
+    /// then only labels the session.
+    var interfaceNumber: UInt8?
     var options: AccessorySession.Options
     var table: ProtocolTable
     var clock: any Clock<Duration>
@@ -51,9 +54,11 @@ struct SessionOpener: Sendable {
     func open() async throws(AccessoryError) -> Prepared {
         var info = info
         var device: (any USBDeviceConnection)?
-        // The protocol picks the interface: sysfs's strings first, the device's own if needed.
-        var interface = table.interface(for: protocolName, in: info)
-        if interface == nil, info.configuration?.interfaces.contains(where: { $0.isVendorSpecific && $0.nameIndex != 0 && $0.name == nil }) ?? true {
+        // A number names the interface; else the protocol picks it: sysfs's strings first,
+        // the device's own if needed.
+        var interface: USBInterface?
+        if let number = interfaceNumber { interface = try numbered(number) } else { interface = table.interface(for: protocolName, in: info) }
+        if interface == nil, interfaceNumber == nil, info.configuration?.interfaces.contains(where: { $0.isVendorSpecific && $0.nameIndex != 0 && $0.name == nil }) ?? true {
             let opened = try await openDevice()
             device = opened
             if let named = opened.configurationWithInterfaceNames() {
@@ -74,7 +79,7 @@ struct SessionOpener: Sendable {
         guard foundIn != nil || foundOut != nil else {
             throw AccessoryError(
                 .protocolNotSupported,
-                "interface \(interface.number) of accessory \(label), which carries \(protocolName), has no bulk or interrupt endpoint",
+                "interface \(interface.number) of accessory \(label)\(interfaceNumber == nil ? ", which carries \(protocolName)," : "") has no bulk or interrupt endpoint",
                 operation: operation)
         }
         let handle: any USBDeviceConnection
@@ -96,6 +101,19 @@ struct SessionOpener: Sendable {
             if detached { try? handle.attachKernelDriver(interface: interface.number) }
             throw error
         }
+    }
+
+    /// Interface `number` in its lowest alternate setting, or `.invalidArgument` naming
+    /// the interfaces the device has.
+    private func numbered(_ number: UInt8) throws(AccessoryError) -> USBInterface {
+        let interfaces = info.configuration?.interfaces ?? []
+        if let found = interfaces.filter({ $0.number == number }).min(by: { $0.alternate < $1.alternate }) { return found }
+        let numbers = Set(interfaces.map(\.number)).sorted().map(String.init)
+        throw AccessoryError(
+            .invalidArgument,
+            "accessory \(label) has no interface \(number); "
+                + (numbers.isEmpty ? "sysfs lists no interface of it" : "it has \(numbers.joined(separator: ", "))"),
+            operation: operation)
     }
 
     /// `session 'x'`, for messages.
