@@ -36,7 +36,7 @@ public struct AccessoryError: Error, Hashable, Sendable, CustomStringConvertible
         public static let sessionClosed = Code(kind: .sessionClosed)
         /// The task was cancelled; the session stays usable.
         public static let cancelled = Code(kind: .cancelled)
-        /// Any other I/O failure; also a `transferIn` length outside 0...65,535.
+        /// Any other I/O failure.
         public static let io = Code(kind: .io)
         /// A length, count or duration outside what the call accepts, or more than the host
         /// can carry. The message names the value and the range; nothing was sent.

@@ -15,17 +15,17 @@ package enum ArgumentCheck {
     /// `proc_control` refuses more with `EINVAL`).
     package static let maxControlTransferLength = 4096
 
-    /// The most bytes one ``AccessorySession/transferIn(_:length:timeout:)`` asks for. A
-    /// length outside 0...this is `.io` naming the value (the endpoint contract's usage
-    /// error), not `.invalidArgument`.
-    package static let maxTransferInLength = 65_535
+    /// The most bytes one ``AccessorySession/transferIn(_:length:timeout:)`` asks for:
+    /// usbfs's default memory limit, 16 MiB, as for ``maxTransferOutLength`` (65,535 is a
+    /// control transfer's `wLength`; bulk and interrupt transfers have no such limit).
+    package static let maxTransferInLength = 16 << 20
 
     /// The most bytes one ``AccessorySession/transferOut(_:_:timeout:)`` sends: usbfs's
     /// default memory limit, as for ``AccessorySession/Options/transferSize``.
     package static let maxTransferOutLength = 16 << 20
 
     /// `value`, or the error "NAME VALUE is out of range: LOWER...UPPER", with `code`
-    /// (`.invalidArgument` unless a contract names another: `transferIn`'s length is `.io`).
+    /// (`.invalidArgument` unless a contract names another).
     @discardableResult
     package static func check(
         _ value: Int, in range: ClosedRange<Int>, _ name: String, operation: String, code: AccessoryError.Code = .invalidArgument

@@ -30,7 +30,8 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         self.startAnswer = accessory.startAnswer
         self.configuration = device.info.configuration
         self.node = "bus \(device.info.descriptor.bus) address \(address)"
-        let endpoints = SimulatedEndpoints(node: node, responder: accessory.responder, configuration: configuration, system: system)
+        let endpoints = SimulatedEndpoints(
+            node: node, responder: accessory.responder, replay: accessory.replay, configuration: configuration, system: system)
         self.endpoints = endpoints
         guard system.watch(instance: device.instance, { [weak endpoints] inStatus in endpoints?.deviceGone(inStatus: inStatus) }) else {
             throw goneError("open")

@@ -10,6 +10,12 @@ final class SimulatedEndpointTransfers: EndpointTransfers {
     let device: String
     private let endpoints: SimulatedEndpoints
     private let handler = Locked(CompletionHandlerSlot())
+    private let awaited = Locked(AwaitedCheckSlot())
+
+    /// The check ``setAwaitedCheck(_:)`` gave; a struct field, as ``CompletionHandlerSlot``'s is.
+    private struct AwaitedCheckSlot {
+        var call: (@Sendable () -> Bool)?
+    }
 
     init(endpoints: SimulatedEndpoints, endpoint: UInt8, type: USBEndpoint.TransferType) {
         self.endpoints = endpoints
@@ -41,7 +47,16 @@ final class SimulatedEndpointTransfers: EndpointTransfers {
     func close() {
         endpoints.remove(self)
         handler.withLock { $0.call = nil }
+        awaited.withLock { $0.call = nil }
     }
+
+    func setAwaitedCheck(_ isAwaited: @escaping @Sendable () -> Bool) {
+        awaited.withLock { $0.call = isAwaited }
+    }
+
+    /// Whether anyone awaits these transfers now: a one-transfer call always does; a stream
+    /// while a read (or write) waits on it. Asked outside every lock of the simulation.
+    var isAwaited: Bool { awaited.withLock { $0.call }?() ?? true }
 
     /// The transfer of call `tag` ended (on the device's event queue).
     func completed(_ tag: UInt64, _ completion: TransferCompletion) {

@@ -15,6 +15,10 @@ import Dispatch
 ///
 /// When the device goes, every pending transfer ends as the kernel ends them (OUT with
 /// NO_DEVICE, IN as the unplug says), and every later submit fails with NO_DEVICE.
+///
+/// A replayed device's transfer that its recording cannot answer is held as stranded; the
+/// system's watchdog ends it (``endStranded()``) once nothing else can happen and someone
+/// awaits it.
 final class SimulatedEndpoints: Sendable {
     /// Who submitted a transfer, and so who is told when it ends.
     struct Owner: Sendable {
@@ -55,6 +59,8 @@ final class SimulatedEndpoints: Sendable {
         /// nothing moves.
         var expired: TransferStatus?
         var timers: [Task<Void, Never>] = []
+        /// Held because the recording cannot answer it.
+        var stranding: ReplayScript.Stranding?
     }
 
     private struct State: Sendable {
@@ -80,14 +86,17 @@ final class SimulatedEndpoints: Sendable {
 
     let node: String
     private let responder: SimulatedResponder
+    /// A replayed device's recording, which answers in place of the responder.
+    private let replay: ReplayScript?
     private let configuration: USBConfiguration?
     private let system: SimulatedSystem
     private let state = Locked(State())
     private let events = DispatchQueue(label: "accessorytesting.device-events")
 
-    init(node: String, responder: SimulatedResponder, configuration: USBConfiguration?, system: SimulatedSystem) {
+    init(node: String, responder: SimulatedResponder, replay: ReplayScript? = nil, configuration: USBConfiguration?, system: SimulatedSystem) {
         self.node = node
         self.responder = responder
+        self.replay = replay
         self.configuration = configuration
         self.system = system
     }
@@ -225,8 +234,12 @@ final class SimulatedEndpoints: Sendable {
             owner.complete(completion)
         case .ask(let endpoint, let serial, let transfer, let streamIn):
             system.noteActivity()
-            let answer = responder.answer(transfer, streamIn: streamIn, context)
-            update(endpoint, serial) { $0.stage = .answered(answer) }
+            let (answer, stranding) = replay?.respond(transfer) ?? (responder.answer(transfer, streamIn: streamIn, context), nil)
+            update(endpoint, serial) { p in
+                p.stage = .answered(answer)
+                p.stranding = stranding
+            }
+            if stranding != nil { system.noteStranded(self) }
         case .wait(let endpoint, let serial, let delay, let answer):
             let deadline = system.now + delay
             let timer = Task { [weak self, system] in
@@ -243,6 +256,34 @@ final class SimulatedEndpoints: Sendable {
             }
             update(endpoint, serial) { $0.timers.append(timer) }
         }
+    }
+
+    // MARK: Stranded transfers
+
+    /// How many stranded transfers are pending, and how many of them someone awaits.
+    func strandedCount() -> (stranded: Int, awaited: Int) {
+        let owners = state.withLock { s in s.pending.values.flatMap { $0.filter { $0.stranding != nil }.map(\.owner) } }
+        // Asked outside the lock: the checks take the sessions' locks.
+        return (owners.count, owners.filter(\.transfers.isAwaited).count)
+    }
+
+    /// Ends the stranded transfers someone awaits, each with its error (``ReplayScript/ended(_:)``).
+    /// - Returns: how many it ended.
+    func endStranded() -> Int {
+        let stranded = state.withLock { s in
+            s.pending.flatMap { endpoint, list in list.filter { $0.stranding != nil }.map { (endpoint, $0.serial, $0.owner) } }
+        }
+        var ended = 0
+        for (endpoint, serial, owner) in stranded where owner.transfers.isAwaited {
+            update(endpoint, serial) { p in
+                guard let stranding = p.stranding, let replay else { return }
+                p.stranding = nil
+                p.stage = .answered(.error(replay.ended(stranding)))
+                ended += 1
+            }
+        }
+        if ended > 0 { schedulePump() }
+        return ended
     }
 
     /// Changes the pending transfer `serial` on `endpoint`, if it is still there.

@@ -1,12 +1,18 @@
 import AccessoryKit
 import Dispatch
 
-/// The watchdog: it ends sleeps on the clock that nothing can end. When tasks sleep on the
-/// clock and nothing happens in the simulation for ``stallLimit`` of real time, they fail
-/// with an error that says how to move the clock.
+/// The watchdog: it ends the waits that nothing in the simulation can end. It looks every
+/// so often while tasks sleep on the clock or replayed transfers are stranded (held because
+/// their recording cannot answer them). Once nothing has happened in the simulation for
+/// ``stallLimit`` of real time (nothing moved, no transfer was asked or answered, and no
+/// stranded transfer came to be awaited or stopped being so):
+/// - the stranded transfers someone awaits fail, each with its `.io` error naming its
+///   endpoint and the recording's last transfer there (a stream's read-ahead that nobody
+///   reads is left waiting);
+/// - else the tasks sleeping on the clock fail, with an error that says how to move it.
 extension SimulatedSystem {
-    /// How long tasks may sleep on the clock with nothing happening in the simulation, in
-    /// real time, before they fail.
+    /// How long nothing may happen in the simulation, in real time, before the watchdog ends
+    /// what waits.
     var stallLimit: Duration {
         get { state.withLock { $0.stallLimit } }
         set { state.withLock { $0.stallLimit = newValue } }
@@ -17,39 +23,78 @@ extension SimulatedSystem {
         state.withLock { $0.activity &+= 1 }
     }
 
-    /// Starts the watchdog unless it runs; it stops once nobody sleeps on the clock.
+    /// `endpoints` holds a stranded transfer now: the watchdog keeps an eye on it.
+    func noteStranded(_ endpoints: SimulatedEndpoints) {
+        state.withLock { s in
+            s.strandHolders[ObjectIdentifier(endpoints)] = WeakEndpoints(target: endpoints)
+            s.strandings &+= 1
+        }
+        startWatchdog()
+    }
+
+    /// Starts the watchdog unless it runs; it stops once nobody sleeps on the clock and no
+    /// transfer is stranded.
     func startWatchdog() {
         let (start, seen) = state.withLock { s in
             defer { s.watchdogRunning = true }
             return (!s.watchdogRunning, s.activity)
         }
-        if start { watch(seen: seen, since: .now) }
+        if start { watch(seen: seen, since: .now, awaited: 0) }
     }
 
-    /// Looks again a little later: fails the sleepers if nothing happened since `since`
-    /// (when the activity count was `seen`) for ``stallLimit``.
-    private func watch(seen: UInt64, since: ContinuousClock.Instant) {
+    /// What the watchdog does after a look.
+    private enum Verdict {
+        case stop
+        /// Look again later, with nothing happening since `since` (when the count was `seen`).
+        case wait(seen: UInt64, since: ContinuousClock.Instant)
+        case endStranded([SimulatedEndpoints])
+        case failSleepers([Sleeper], now: Duration)
+    }
+
+    /// Looks again a little later: ends what waits if nothing happened since `since` (when
+    /// the activity count was `seen` and `awaited` stranded transfers were awaited) for
+    /// ``stallLimit``.
+    private func watch(seen: UInt64, since: ContinuousClock.Instant, awaited: Int) {
         let limit = stallLimit
         let step = min(limit / 4, .milliseconds(500))
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(step / .nanoseconds(1)))) { [weak self] in
             guard let self else { return }
             let looked = ContinuousClock.now
-            let (stuck, next, now): ([Sleeper]?, (UInt64, ContinuousClock.Instant)?, Duration) = state.withLock { s in
-                if s.sleepers.isEmpty {
-                    s.watchdogRunning = false
-                    return (nil, nil, s.now)
+            let (holders, strandings) = state.withLock { s in (s.strandHolders.values.compactMap(\.target), s.strandings) }
+            // Asked outside the lock: the checks take the sessions' locks.
+            let counts = holders.map { $0.strandedCount() }
+            let awaitedNow = counts.reduce(0) { $0 + $1.awaited }
+            let verdict: Verdict = state.withLock { s in
+                if s.strandings == strandings {
+                    for (holder, count) in zip(holders, counts) where count.stranded == 0 { s.strandHolders[ObjectIdentifier(holder)] = nil }
                 }
-                if s.activity != seen { return (nil, (s.activity, looked), s.now) }
-                guard since.duration(to: looked) >= s.stallLimit else { return (nil, (seen, since), s.now) }
-                let stuck = s.sleepers
-                s.sleepers.removeAll()
-                s.watchdogRunning = false
-                return (stuck, nil, s.now)
+                s.strandHolders = s.strandHolders.filter { $0.value.target != nil }
+                if s.sleepers.isEmpty && s.strandHolders.isEmpty {
+                    s.watchdogRunning = false
+                    return .stop
+                }
+                // A read that comes to await a stranded transfer counts as something happening.
+                if s.activity != seen || awaitedNow != awaited { return .wait(seen: s.activity, since: looked) }
+                guard since.duration(to: looked) >= s.stallLimit else { return .wait(seen: seen, since: since) }
+                if awaitedNow > 0 { return .endStranded(holders) }
+                if s.sleepers.isEmpty { return .wait(seen: seen, since: since) }
+                defer { s.sleepers.removeAll() }
+                return .failSleepers(s.sleepers, now: s.now)
             }
-            for sleeper in stuck ?? [] {
-                sleeper.continuation.resume(throwing: Self.stalled(until: sleeper.deadline, now: now, limit: limit))
+            switch verdict {
+            case .stop:
+                return
+            case .wait(let seen, let since):
+                watch(seen: seen, since: since, awaited: awaitedNow)
+            case .endStranded(let holders):
+                for holder in holders { _ = holder.endStranded() }
+                watch(seen: state.withLock { $0.activity }, since: .now, awaited: 0)
+            case .failSleepers(let stuck, let now):
+                for sleeper in stuck {
+                    sleeper.continuation.resume(throwing: Self.stalled(until: sleeper.deadline, now: now, limit: limit))
+                }
+                watch(seen: state.withLock { $0.activity }, since: .now, awaited: awaitedNow)
             }
-            if let next { watch(seen: next.0, since: next.1) }
         }
     }
 

@@ -7,9 +7,10 @@ import Synchronization
 /// handle, and the work the simulation has handed off and not yet seen end. One lock (`Locked`)
 /// guards it all; continuations are resumed after it is released.
 ///
-/// A watchdog ends sleeps on the clock that nothing can end: when tasks sleep on it and
-/// nothing happens in the simulation for ``stallLimit`` of real time, they fail with an
-/// error that says how to move the clock.
+/// A watchdog ends waits that nothing can end: when nothing happens in the simulation for
+/// ``stallLimit`` of real time, a replayed transfer that its recording cannot answer and
+/// that someone awaits fails, or else tasks sleeping on the clock fail with an error that
+/// says how to move it.
 final class SimulatedSystem: Sendable {
     /// Work handed off that ``SimulatedUSB`` waits for before it moves on.
     enum Work: Sendable {
@@ -74,6 +75,10 @@ final class SimulatedSystem: Sendable {
         var activity: UInt64 = 0
         var watchdogRunning = false
         var stallLimit: Duration = .seconds(8)
+        /// Devices' endpoints that have held replayed transfers their recording cannot
+        /// answer, by identity; bumped `strandings` at each new one.
+        var strandHolders: [ObjectIdentifier: WeakEndpoints] = [:]
+        var strandings: UInt64 = 0
 
         /// Removes the devices that match, and hands back the watchers of those instances.
         mutating func remove(where match: (Device) -> Bool) -> (removed: [Device], watchers: [@Sendable (TransferStatus) -> Void]) {

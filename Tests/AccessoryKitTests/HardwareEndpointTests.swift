@@ -84,11 +84,14 @@ extension HardwareTests {
                 // A zero-length packet comes back as one: [] and not the next transfer's bytes.
                 #expect(try await Self.echo(session, []) == [])
                 #expect(try await Self.echo(session, [7]) == [7])
-                // More than one packet, and the largest IN transfer a call may ask for.
+                // More than one packet, and large transfers.
                 let threePackets = SessionFixtures.randomBytes(1500, seed: 15)
                 #expect(try await Self.echo(session, threePackets, length: 2048) == threePackets)
                 let largest = SessionFixtures.randomBytes(65_535, seed: 16)
                 #expect(try await Self.echo(session, largest) == largest)
+                // A frame larger than 64 KiB (a uru4000 reader's 111,424 bytes), one transfer each way.
+                let frame = SessionFixtures.randomBytes(111_424, seed: 17)
+                #expect(try await Self.echo(session, frame, length: 111_424) == frame)
                 // They ran as bulk URBs (libusb may split a large IN transfer into several).
                 #expect(try Self.count(device, "bulk_urbs") - bulkBefore >= 10)
                 #expect(try Self.count(device, "interrupt_urbs") == interruptBefore)
@@ -167,12 +170,12 @@ extension HardwareTests {
         @Test func aLengthOutsideTheRangeIsAUsageErrorNamingIt() async throws {
             try await Self.run("1209:00e4:EPLENGTH") { _, _, session, device, _ in
                 let urbsBefore = try Self.count(device, "urbs")
-                for length in [-1, 65_536, Int.max, Int.min] {
+                for length in [-1, (16 << 20) + 1, Int.max, Int.min] {
                     let error = Self.failure(await Self.outcome { () async throws(AccessoryError) in
                         try await session.transferIn(0x81, length: length)
                     })
-                    #expect(error?.code == .io, "\(length): \(String(describing: error))")
-                    #expect(error?.message.contains("length \(length) is out of range") == true, "\(String(describing: error))")
+                    #expect(error?.code == .invalidArgument, "\(length): \(String(describing: error))")
+                    #expect(error?.message.contains("length \(length) is out of range: 0...16777216") == true, "\(String(describing: error))")
                 }
                 #expect(try Self.count(device, "urbs") == urbsBefore, "nothing was submitted")
                 #expect(try await Self.echo(session, [4]) == [4])

@@ -126,6 +126,36 @@ struct CaptureRecordingTests {
         #expect(ours == theirs)
     }
 
+    @Test("A device that gets an address another device had is described again: the capture shows each instance's descriptors")
+    func reusedAddressIsDescribedAgain() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("reused.pcapng").path
+        var second = Self.device
+        second.product = 0x0008
+        let usb = SimulatedUSB()
+        var first = await usb.plug(Self.device)
+        let request = ControlRequest(.vendor, request: 1)
+        try await withAccessoryManager(configuration: .init(capturePath: path), usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            _ = try await manager.controlTransfer(from: accessory, request, length: 4)
+            // Silent replugs through every other address, until the next plug wraps to the first's.
+            let address = first.address
+            let before = address == 2 ? 127 : address - 1  // addresses wrap from 127 to 2
+            while first.address != before { first = await usb.replug(first, silently: true) }
+            await usb.unplug(first)
+            let other = await usb.plug(second, port: first.port)
+            #expect(other.address == address)
+            let replaced = try #require(await manager.connectedAccessories.first { $0.descriptor.product == 0x0008 })
+            _ = try await manager.controlTransfer(from: replaced, request, length: 4)
+        }
+        let capture = try USBCapture(path: path)
+        let device = try #require(capture.devices.first)
+        let described = capture.transfers(of: device).filter { $0.setup?.request == 6 && $0.setup?.value == 0x0100 }
+        // The product ID is bytes 10 and 11 of each device descriptor.
+        #expect(described.map { $0.data.count > 11 ? Int($0.data[10]) | Int($0.data[11]) << 8 : -1 } == [0x0007, 0x0008])
+    }
+
     @Test("A capture path that cannot be created stops the manager from starting, naming the path")
     func unwritablePath() async throws {
         let usb = SimulatedUSB()

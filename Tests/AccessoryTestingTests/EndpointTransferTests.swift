@@ -221,13 +221,15 @@ struct EndpointTransferTests {
         }
     }
 
-    @Test("A length outside 0...65,535 (.io), more than 16 MiB to send or a negative timeout (.invalidArgument) is refused before anything is sent, naming the value")
+    @Test("A length outside 0...16 MiB, more than 16 MiB to send or a negative timeout is .invalidArgument before anything is sent, naming the value")
     func badArguments() async throws {
         let device = Self.commandDevice { transfer in .data(Array(repeating: 1, count: min(transfer.length, 3))) }
         try await Self.withReader(device) { usb, _, session in
-            for length in [-1, 65_536, Int.max, Int.min] {
+            for length in [-1, (16 << 20) + 1, Int.max, Int.min] {
                 let error = await Self.error { () async throws(AccessoryError) in _ = try await session.transferIn(0x83, length: length) }
-                #expect(error?.code == .io && error?.message.contains("length \(length) is out of range") == true, "\(String(describing: error))")
+                #expect(
+                    error?.code == .invalidArgument && error?.message.contains("length \(length) is out of range: 0...16777216") == true,
+                    "\(String(describing: error))")
             }
             let negative = await Self.error { () async throws(AccessoryError) in
                 _ = try await session.transferIn(0x83, length: 8, timeout: .seconds(-1))
@@ -247,8 +249,9 @@ struct EndpointTransferTests {
             #expect(device.transfers.isEmpty)
             // The bounds themselves are fine.
             let empty = try await session.transferIn(0x83, length: 0)
-            let longest = try await session.transferIn(0x83, length: 65_535)
-            #expect(empty == [] && longest == [1, 1, 1])
+            let beyondWLength = try await session.transferIn(0x83, length: 65_536)
+            let longest = try await session.transferIn(0x83, length: 16 << 20)
+            #expect(empty == [] && beyondWLength == [1, 1, 1] && longest == [1, 1, 1])
         }
     }
 

@@ -246,7 +246,7 @@ struct ReplayMatchingTests {
         #expect(report.divergences.count == 1, "\(report)")
     }
 
-    @Test("A capture without descriptors takes them from a umockdev recording (by bus and address, else by ID); a bad one is named with its line")
+    @Test("A capture without descriptors takes them from a umockdev recording (by ID when the capture knows it, else by bus and address); a bad one is named with its line")
     func umockdevFallback() async throws {
         let b = try CaptureBuilder("bare", describing: false)
         try b.transfer(0x81, answer: [3])
@@ -273,6 +273,15 @@ struct ReplayMatchingTests {
         described.vendor = 0x1209
         described.product = 0x0042
         #expect(try SimulatedAccessory(replaying: capture, device: described, recording: byID).product == 0x0042)
+        // A capture that knows the IDs takes the device with them, not another at its address.
+        var other = Self.CaptureBuilder.descriptors.device
+        other[10] = 0x99
+        let otherHex = (other + Self.CaptureBuilder.descriptors.configuration).map { String(format: "%02X", $0) }.joined()
+        let mixed = try recording(
+            "P: /devices/x/1-3\nA: busnum=1\nA: devnum=7\nA: idVendor=1209\nA: idProduct=0099\nH: descriptors=\(otherHex)\n\n"
+                + "P: /devices/x/2-4\nA: busnum=2\nA: devnum=9\nA: idVendor=1209\nA: idProduct=0042\nH: descriptors=\(hex)\n")
+        #expect(try SimulatedAccessory(replaying: capture, device: described, recording: mixed).product == 0x0042)
+        #expect(try SimulatedAccessory(replaying: capture, device: device, recording: mixed).product == 0x0099, "no IDs: by bus and address")
         let bad = try recording(root + "P: /devices/x/1-3\nA: busnum=1\nA: devnum=7\nH: descriptors=12ZZ\n")
         #expect {
             try SimulatedAccessory(replaying: capture, device: device, recording: bad)

@@ -23,15 +23,6 @@ final class CaptureRecorder: Sendable {
         self.logger = logger
     }
 
-    /// The devices (bus, address) whose descriptors are in the capture, or on their way.
-    private let described = Locked<Set<[Int]>>([])
-
-    /// Whether the device at `bus` and `address` is new to the capture; from then on it is
-    /// not, so its descriptors are looked up and recorded once.
-    func isNew(bus: Int, address: Int) -> Bool {
-        described.withLock { $0.insert([bus, address]).inserted }
-    }
-
     /// Records `info`'s descriptors as GET_DESCRIPTOR answers (device, configuration,
     /// strings), the way a capture begun before the device was plugged shows them from its
     /// enumeration. libusb reads them from sysfs, so during a session they never cross the

@@ -41,6 +41,7 @@ final class CapturingEndpointTransfers: EndpointTransfers {
     func cancel(tag: UInt64) { inner.cancel(tag: tag) }
     func cancelAll() { inner.cancelAll() }
     func close() { inner.close() }
+    func setAwaitedCheck(_ isAwaited: @escaping @Sendable () -> Bool) { inner.setAwaitedCheck(isAwaited) }
 
     private func submitting(data: ArraySlice<UInt8>, length: Int, tag: UInt64, _ submit: () -> AccessoryError?) -> AccessoryError? {
         site.submit(

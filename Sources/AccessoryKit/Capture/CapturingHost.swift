@@ -6,20 +6,28 @@ import AccessoryCore
 final class CapturingHost: USBHost {
     let inner: any USBHost
     let recorder: CaptureRecorder
+    /// The device whose descriptors the capture holds for each bus and address (`[bus, address]`).
+    private let described = Locked<[[Int]: USBDeviceInfo]>([:])
 
     init(_ inner: any USBHost, recorder: CaptureRecorder) {
         self.inner = inner
         self.recorder = recorder
     }
 
-    /// Opens the device; the first time, its descriptors go into the capture first
-    /// (``CaptureRecorder/describe(_:)``, from one scan of the OS truth).
+    /// Opens the device; when it is a device instance the capture has not described (a new
+    /// address, or a known one that another device now holds: addresses are reused), its
+    /// descriptors go into the capture first (``CaptureRecorder/describe(_:)``).
     func open(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) throws(AccessoryError) -> any USBDeviceConnection {
         let connection = try inner.open(bus: bus, address: address, vendor: vendor, product: product)
-        if recorder.isNew(bus: bus, address: address),
-            let info = inner.scan().devices.first(where: { $0.descriptor.bus == bus && $0.descriptor.address == address })
-        {
-            recorder.describe(info)
+        let key = [bus, address]
+        let known = described.withLock { $0[key] }
+        let here = { (d: USBDeviceInfo) in d.descriptor.bus == bus && d.descriptor.address == address }
+        // The device there now: one read of its port when the address is known, else a scan.
+        let current = known.flatMap { inner.device(named: $0.descriptor.port) }.flatMap { here($0) ? $0 : nil }
+            ?? inner.scan().devices.first(where: here)
+        // Described once per instance, however many opens race here.
+        if let current, described.withLock({ d in d.updateValue(current, forKey: key) != current }) {
+            recorder.describe(current)
         }
         return CapturingConnection(connection, recorder: recorder, bus: bus, device: address)
     }

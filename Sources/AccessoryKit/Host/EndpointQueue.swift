@@ -41,6 +41,14 @@ package protocol EndpointQueue: AnyObject, Sendable {
     /// Frees the queue's resources. Call it once nothing is pending; the queue is unusable
     /// afterwards.
     func close()
+    /// Says how to ask whether anyone awaits this queue's transfers now (see
+    /// ``EndpointTransfers/setAwaitedCheck(_:)``).
+    func setAwaitedCheck(_ isAwaited: @escaping @Sendable () -> Bool)
+}
+
+extension EndpointQueue {
+    /// Nobody asks.
+    package func setAwaitedCheck(_ isAwaited: @escaping @Sendable () -> Bool) {}
 }
 
 /// A transfer's sign that its device may be gone: NO_DEVICE (ESHUTDOWN or ENODEV) or, as

@@ -43,11 +43,19 @@ package protocol EndpointTransfers: AnyObject, Sendable {
     func cancelAll()
     /// Frees what the transfers hold. Call it once nothing is pending; unusable afterwards.
     func close()
+    /// Says how to ask whether anyone awaits these transfers now: a stream's read-ahead that
+    /// nobody reads is not awaited; a one-transfer call always is (the default, unset). Only
+    /// a simulation asks: it fails a replayed transfer that its recording cannot answer only
+    /// where someone waits for it. The check takes its owner's lock: call it outside yours.
+    func setAwaitedCheck(_ isAwaited: @escaping @Sendable () -> Bool)
 }
 
 extension EndpointTransfers {
     /// Nothing to keep ready: transfers cost nothing to make.
     package func reserve(_ count: Int, size: Int) throws(AccessoryError) {}
+
+    /// Nobody asks: real hardware answers or not, whoever waits.
+    package func setAwaitedCheck(_ isAwaited: @escaping @Sendable () -> Bool) {}
 }
 
 /// A transfer primitive's completion handler, kept in a lock. A struct field, not the lock's

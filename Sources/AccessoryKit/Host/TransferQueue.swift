@@ -71,6 +71,7 @@ final class TransferQueue: EndpointQueue {
 
     func cancelAll() { transfers.cancelAll() }
     func close() { transfers.close() }
+    func setAwaitedCheck(_ isAwaited: @escaping @Sendable () -> Bool) { transfers.setAwaitedCheck(isAwaited) }
 
     private func completed(_ tag: UInt64, _ completion: TransferCompletion) {
         let (ready, handler): ([TransferCompletion], (@Sendable (TransferCompletion) -> Void)?) = state.withLock { s in

@@ -23,12 +23,13 @@ extension AccessorySession {
     ///
     /// - Parameters:
     ///   - endpoint: an IN endpoint of ``endpoints``, such as `0x83`.
-    ///   - length: 0...65,535 bytes. A device that sends more than `length` (not ending on a
+    ///   - length: 0...16,777,216 bytes (16 MiB, usbfs's default memory limit), in one
+    ///     transfer however large. A device that sends more than `length` (not ending on a
     ///     packet boundary) makes the call throw `.overflow`.
     ///   - timeout: how long the transfer may take; `nil` waits forever.
     /// - Throws: ``AccessoryError``: `.notFound` naming the endpoint when it is not an IN
-    ///   endpoint of the claimed interface, `.io` naming the value for a `length` outside
-    ///   0...65,535, and `.invalidArgument` for a negative `timeout`, before anything is sent; `.busy` when `endpoint` is the one
+    ///   endpoint of the claimed interface, and `.invalidArgument` naming the value for a
+    ///   `length` outside 0...16,777,216 or a negative `timeout`, before anything is sent; `.busy` when `endpoint` is the one
     ///   ``input`` reads and the stream has reads in flight; `.timeout`; `.cancelled` when
     ///   the task is cancelled; `.stall` until ``clearHalt(_:)``;
     ///   `.accessoryDisconnected(reason)` with the reason the streams get; `.sessionClosed`.
@@ -36,8 +37,7 @@ extension AccessorySession {
     ///   ``AccessoryError/bytesTransferred`` says how much.
     public func transferIn(_ endpoint: UInt8, length: Int, timeout: Duration? = nil) async throws(AccessoryError) -> [UInt8] {
         let operation = "transferIn"
-        // A usage error of this call, as the endpoint contract names it: `.io` with the value.
-        try ArgumentCheck.check(length, in: 0...ArgumentCheck.maxTransferInLength, "length", operation: operation, code: .io)
+        try ArgumentCheck.check(length, in: 0...ArgumentCheck.maxTransferInLength, "length", operation: operation)
         let timeout = try ArgumentCheck.timeout(timeout, operation: operation)
         let target = try callEndpoint(endpoint, isIn: true, operation)
         let streams = endpoint == inEndpoint ? pipe : nil

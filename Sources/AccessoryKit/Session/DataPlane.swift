@@ -136,6 +136,9 @@ final class DataPlane: Sendable {
             output: OutputStateMachine(configuration: configuration.output)))
         input.setCompletionHandler { [weak self] completion in self?.inputCompleted(completion) }
         output.setCompletionHandler { [weak self] completion in self?.outputCompleted(completion) }
+        // A transfer is awaited while a read (or a write or flush) waits on the stream.
+        input.setAwaitedCheck { [weak self] in self?.state.withLock { !$0.readers.isEmpty } ?? false }
+        output.setAwaitedCheck { [weak self] in self?.state.withLock { !$0.writers.isEmpty } ?? false }
         calls.setDeviceGoneHandler { [weak self] sign in self?.reportDeviceGone(sign) }
     }
 

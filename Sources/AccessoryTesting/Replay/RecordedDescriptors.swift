@@ -60,8 +60,8 @@ struct RecordedDescriptors: Sendable, Hashable {
                 let known = file.devices.map { "\($0.vendor.map(Hex.four) ?? "????"):\($0.product.map(Hex.four) ?? "????") on bus \($0.bus ?? 0) address \($0.address ?? 0)" }
                 throw AccessoryError(
                     .notFound,
-                    "the umockdev recording \(recording) has no device at \(label)"
-                        + (device.vendor.map { " or with ID \(Hex.four($0)):\(Hex.four(device.product ?? 0))" } ?? "")
+                    "the umockdev recording \(recording) has no device "
+                        + (device.vendor.flatMap { v in device.product.map { "with ID \(Hex.four(v)):\(Hex.four($0)) (the capture's)" } } ?? "at \(label)")
                         + "; it has \(known.isEmpty ? "none" : known.joined(separator: ", "))",
                     operation: "replay")
             }

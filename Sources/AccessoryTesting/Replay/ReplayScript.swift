@@ -16,7 +16,18 @@ import AccessoryKit
 /// - An IN transfer beyond the recording waits, as a device with nothing to send NAKs
 ///   (a stream's read-ahead does this at the end of every replay); an OUT transfer or a
 ///   control request beyond it is a divergence.
+/// - A bulk or interrupt transfer left waiting so (beyond the recording, or held for a
+///   transfer the host cancelled) is a ``Stranding``: once nothing else in the simulation
+///   can happen and someone awaits it, it fails (``ended(_:)``) and is a divergence.
 final class ReplayScript: Sendable {
+    /// A transfer the recording cannot answer: why, naming its endpoint and the recording's
+    /// last transfer there.
+    struct Stranding: Sendable, Hashable {
+        let message: String
+        /// Counted in ``SimulatedReplayReport/waitingBeyondRecording`` while it waits.
+        let beyondRecording: Bool
+    }
+
     private let label: String
     private let transfers: [USBCapture.Transfer]
     private let descriptors: RecordedDescriptors
@@ -64,28 +75,64 @@ final class ReplayScript: Sendable {
     }
 
     /// What the device answers to `transfer`.
-    func answer(_ transfer: SimulatedTransfer) -> SimulatedTransfer.Answer {
-        if let setup = transfer.setup, let answer = descriptors.answer(setup, isIn: transfer.isIn) { return answer }
+    func answer(_ transfer: SimulatedTransfer) -> SimulatedTransfer.Answer { respond(transfer).answer }
+
+    /// What the device answers to `transfer`, and, for a bulk or interrupt transfer that it
+    /// leaves waiting because the recording has no answer, why.
+    func respond(_ transfer: SimulatedTransfer) -> (answer: SimulatedTransfer.Answer, stranding: Stranding?) {
+        if let setup = transfer.setup, let answer = descriptors.answer(setup, isIn: transfer.isIn) { return (answer, nil) }
         let key = transfer.kind == .control ? Self.controlKey : UInt16(transfer.endpoint)
         let queue = queues[key] ?? []
+        let endpoint = endpointName(transfer)
+        let last = queue.last.map { "the recording's last transfer on \(endpoint) is transfer \($0) of the capture (\(Self.outcome(transfers[$0])))" }
+            ?? "the recording has no transfer on \(endpoint)"
+        let stuck = "and nothing else in the simulation can happen"
         return state.withLock { s in
             let position = s.next[key] ?? 0
             guard position < queue.count else {
                 if transfer.isIn && transfer.kind != .control {
                     s.waiting += 1
-                    return .never
+                    return (.never, Stranding(message: "\(label): \(transfer) goes beyond the recording, \(stuck): \(last)", beyondRecording: true))
                 }
-                return diverge(&s, "\(label): \(transfer) goes beyond the recording: nothing is left on \(endpointName(transfer))")
+                return (diverge(&s, "\(label): \(transfer) goes beyond the recording: nothing is left on \(endpoint)"), nil)
             }
             let at = queue[position...].firstIndex { !Self.isOptional(transfers[$0]) } ?? position
             s.next[key] = at + 1
             let index = queue[at]
             let recorded = transfers[index]
             if let mismatch = mismatch(transfer, recorded) {
-                return diverge(&s, "\(label): transfer \(index) of the capture (\(endpointName(transfer))) diverges: \(mismatch)")
+                return (diverge(&s, "\(label): transfer \(index) of the capture (\(endpoint)) diverges: \(mismatch)"), nil)
             }
             if !Self.isOptional(recorded) { s.matched += 1 }
-            return paced(Self.answer(recorded), recorded)
+            let answer = paced(Self.answer(recorded), recorded)
+            guard answer == .never, transfer.kind != .control else { return (answer, nil) }
+            let message = "\(label): \(transfer) waits for transfer \(index) of the capture (\(Self.outcome(recorded))), "
+                + "\(stuck): the recording has no answer for it; \(last)"
+            return (answer, Stranding(message: message, beyondRecording: false))
+        }
+    }
+
+    /// A stranded transfer fails now: it is a divergence, and no longer waiting.
+    /// - Returns: the error it fails with (`.io`).
+    func ended(_ stranding: Stranding) -> AccessoryError {
+        state.withLock { s in
+            s.divergences.append(stranding.message)
+            if stranding.beyondRecording { s.waiting -= 1 }
+        }
+        return AccessoryError(.io, stranding.message, operation: "replay")
+    }
+
+    /// How a recorded transfer ended: `64 bytes, completed`, `cancelled by the host (-ENOENT)`.
+    private static func outcome(_ t: USBCapture.Transfer) -> String {
+        let size = t.isIn ? "\(t.data.count) bytes" : "\(t.data.count) bytes sent"
+        switch t.status {
+        case nil: return "never completed in the capture"
+        case 0: return "\(size), completed"
+        case -2: return "cancelled by the host (-ENOENT)"
+        case -104: return "cancelled by the host (-ECONNRESET)"
+        case -110: return "timed out by the host (-ETIMEDOUT)"
+        case -32: return "a stall (-EPIPE)"
+        case let status?: return "\(size), status \(status)"
         }
     }
 

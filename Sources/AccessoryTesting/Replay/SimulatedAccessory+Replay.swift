@@ -28,7 +28,13 @@ extension SimulatedAccessory {
     ///   index in `capture.transfers(of: device)`, its endpoint, and the expected and actual
     ///   bytes from the first difference; ``SimulatedUSB/replayReport(of:)`` lists it. An IN
     ///   transfer beyond the recording waits, as a device with nothing to send does (the
-    ///   report counts it in ``SimulatedReplayReport/waitingBeyondRecording``).
+    ///   report counts it in ``SimulatedReplayReport/waitingBeyondRecording``), and so does
+    ///   one held for a recorded transfer the host cancelled.
+    /// - A replay ends: once nothing else in the simulation can happen for its stall limit
+    ///   (8 s of real time), such a waiting transfer that someone awaits (a call, or a stream
+    ///   while a read waits on it) fails with `.io` naming its endpoint and the recording's
+    ///   last transfer there, and is a divergence. A stream's read-ahead that nobody reads
+    ///   keeps waiting.
     ///
     /// Each accessory made this way is one playback: plug a new one to start again.
     ///
@@ -38,8 +44,9 @@ extension SimulatedAccessory {
     ///   - device: the device of the capture to play.
     ///   - recording: a `umockdev-record` file of the same device, for the descriptors and
     ///     strings the capture lacks (many captures start after enumeration): its `H:
-    ///     descriptors=` and string attributes, for the device at the capture's bus and
-    ///     address, or else with its vendor and product.
+    ///     descriptors=` and string attributes, for the device with the capture's vendor and
+    ///     product when the capture knows them (at its bus and address if several have
+    ///     them), else for the device at the capture's bus and address.
     ///   - pacing: ``ReplayPacing/immediate`` (the default) or each answer after its recorded
     ///     duration on the virtual clock.
     /// - Throws: `AccessoryError` `.notFound` saying which descriptor is missing when neither

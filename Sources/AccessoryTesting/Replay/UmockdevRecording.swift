@@ -82,11 +82,15 @@ struct UmockdevRecording: Sendable {
         self.devices = devices
     }
 
-    /// The device at `bus` and `address`, or else the first with `vendor` and `product`.
+    /// The device the capture means. When the capture knows its vendor and product, one with
+    /// those IDs (the one at `bus` and `address` if several have them), never a device with
+    /// other IDs that happens to have its address (numbers are reused across recordings);
+    /// otherwise the device at `bus` and `address`.
     func device(bus: Int, address: Int, vendor: UInt16?, product: UInt16?) -> Device? {
-        if let d = devices.first(where: { $0.bus == bus && $0.address == address }) { return d }
-        guard let vendor, let product else { return nil }
-        return devices.first { $0.vendor == vendor && $0.product == product }
+        let here = { (d: Device) in d.bus == bus && d.address == address }
+        guard let vendor, let product else { return devices.first(where: here) }
+        let same = devices.filter { $0.vendor == vendor && $0.product == product }
+        return same.first(where: here) ?? same.first
     }
 
     /// An `A:` value with umockdev's escapes undone and its trailing newline removed.
