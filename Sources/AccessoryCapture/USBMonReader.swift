@@ -21,6 +21,10 @@ package struct USBMonReader: ~Copyable {
     /// The block or record cut short at the end of the file, if one was (it was dropped).
     package var truncation: USBCaptureError? { packets.truncation }
 
+    /// Interfaces past ``USBCaptureLimits/maximumInterfaces`` in their section, and the packets on
+    /// them: skipped.
+    package var droppedInterfaces: (interfaces: Int, packets: Int) { (packets.droppedInterfaces, packets.droppedPackets) }
+
     /// The next usbmon event, or `nil` at the end of the file.
     package mutating func next() throws(USBCaptureError) -> USBMonRecord? {
         while let packet = try packets.next() {

@@ -5,7 +5,8 @@ import Logging
 
 /// Where the manager records every transfer it makes, for `Configuration.capturePath`: a
 /// usbmon pcapng file (``USBCaptureWriter``), one `S` and one `C` record per transfer, with
-/// URB IDs of its own. A record that cannot be written is logged once; the transfers go on.
+/// URB IDs of its own. A record that cannot be written (a full disk) ends the capture at its
+/// last whole record: the error is logged once and kept in ``error``; the transfers go on.
 final class CaptureRecorder: Sendable {
     private let writer: USBCaptureWriter
     private let logger: Logger
@@ -141,6 +142,18 @@ final class CaptureRecorder: Sendable {
         if code == .timeout || code == .cancelled { return .cancelled }
         if code == .overflow { return .overflow }
         return .error
+    }
+
+    /// Why the capture is incomplete: the first write that failed, or the sync when it was
+    /// closed; `nil` while all is well.
+    var error: AccessoryError? {
+        writer.failure.map { AccessoryError(.io, "cannot record the capture: \($0)", operation: "capture") }
+    }
+
+    /// Writes what is left, syncs the file to its disk and closes it; later transfers are
+    /// not recorded. The error, if any, is kept in ``error``.
+    func close() {
+        note { try writer.close() }
     }
 
     private func note(_ write: () throws -> Void) {
