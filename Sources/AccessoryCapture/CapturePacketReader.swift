@@ -47,13 +47,15 @@ package struct CapturePacketReader: ~Copyable {
     private var base = 0
     private var atEOF: Bool
     private var format = Format.unknown
-    /// The current section's interfaces, at most ``USBCaptureLimits/maximumInterfaces`` of them.
+    /// The current section's interfaces, at most `limits.interfaces` of them.
     private var interfaces: [Interface] = []
     /// How many interfaces the current section has described, kept or not.
     private var sectionInterfaces = 0
     /// The block or record cut short at the end of the file, if one was.
     package private(set) var truncation: USBCaptureError?
-    /// Interfaces past ``USBCaptureLimits/maximumInterfaces`` in their section: not kept.
+    /// What the reader keeps at most.
+    package let limits: USBCaptureLimits
+    /// Interfaces past `limits.interfaces` in their section: not kept.
     package private(set) var droppedInterfaces = 0
     /// Packets on those interfaces: skipped.
     package private(set) var droppedPackets = 0
@@ -72,12 +74,13 @@ package struct CapturePacketReader: ~Copyable {
     }
 
     /// Opens `path` for reading.
-    package init(path: String, chunkSize: Int = CapturePacketReader.chunkSize) throws(USBCaptureError) {
+    package init(path: String, chunkSize: Int = CapturePacketReader.chunkSize, limits: USBCaptureLimits = .standard) throws(USBCaptureError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw USBCaptureError(file: path, offset: nil, reason: "cannot open: \(String(cString: strerror(errno)))")
         }
         self.name = path
+        self.limits = limits
         self.fd = fd
         self.ownsDescriptor = true
         self.storage = .allocate(byteCount: max(chunkSize, 16), alignment: 8)
@@ -86,8 +89,9 @@ package struct CapturePacketReader: ~Copyable {
 
     /// Reads bytes held in memory through the same buffer as a file, `chunkSize` bytes at a
     /// time (by default all at once).
-    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil) {
+    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil, limits: USBCaptureLimits = .standard) {
         self.name = name
+        self.limits = limits
         self.fd = -1
         self.ownsDescriptor = false
         self.memory = bytes
@@ -233,7 +237,7 @@ package struct CapturePacketReader: ~Copyable {
             case 1:
                 let interface = try interface(body: body, length: bodyLength, offset: offset, bigEndian: bigEndian)
                 sectionInterfaces += 1
-                if interfaces.count < USBCaptureLimits.maximumInterfaces {
+                if interfaces.count < limits.interfaces {
                     interfaces.append(interface)
                 } else {
                     droppedInterfaces += 1

@@ -2,15 +2,20 @@
 /// the first recorded GET_DESCRIPTOR(DEVICE) answer: what ``USBCapture`` and
 /// ``USBCaptureSummary`` both report, kept as the events stream by.
 ///
-/// It holds at most ``USBCaptureLimits/maximumDevices`` devices and
-/// ``USBCaptureLimits/maximumPendingRequests`` descriptor requests in flight, whatever the file
-/// holds, and counts in ``limits`` what it left out.
+/// It holds at most `limits.devices` devices and `limits.pendingRequests` descriptor requests
+/// in flight, whatever the file holds, and counts in ``drops`` what it left out.
 struct DeviceTable {
     private(set) var devices: [USBCapture.Device] = []
     private var indices = SlotTable<UInt32>()
     private var descriptorRequests: Set<USBMonRecord.URBKey> = []
     /// Events and requests left out.
-    private(set) var limits = USBCaptureLimits()
+    private(set) var drops: USBCaptureDrops
+    private let limits: USBCaptureLimits
+
+    init(limits: USBCaptureLimits) {
+        self.limits = limits
+        self.drops = USBCaptureDrops(limits: limits)
+    }
 
     /// Notes `record` (its data in `data`) and returns the index of its device in ``devices``,
     /// or `nil` for a device past the limit (the event is counted as skipped).
@@ -18,22 +23,22 @@ struct DeviceTable {
         let header = record.header
         let key = UInt32(header.bus) << 8 | UInt32(header.device)
         let index: Int
-        if indices.count < USBCaptureLimits.maximumDevices || indices.contains(key) {
+        if indices.count < limits.devices || indices.contains(key) {
             let (slot, isNew) = indices.slot(of: key)
             if isNew { devices.append(USBCapture.Device(bus: Int(header.bus), address: Int(header.device))) }
             index = slot
         } else {
-            limits.events += 1
+            drops.events += 1
             return nil
         }
         guard header.kind == .control else { return index }
         switch header.event {
         case .submit:
             guard header.setup?.isDeviceDescriptorRequest == true else { break }
-            if descriptorRequests.count < USBCaptureLimits.maximumPendingRequests || descriptorRequests.contains(record.key) {
+            if descriptorRequests.count < limits.pendingRequests || descriptorRequests.contains(record.key) {
                 descriptorRequests.insert(record.key)
             } else {
-                limits.requests += 1
+                drops.requests += 1
             }
         case .complete, .error:
             guard !descriptorRequests.isEmpty, descriptorRequests.remove(record.key) != nil else { break }

@@ -19,13 +19,13 @@ public struct USBCapture: Sendable {
     /// The block or record cut short at the end of the file, if one was (it was dropped).
     package let truncation: USBCaptureError?
     /// What was left out on reaching a limit of ``USBCaptureLimits`` (a hostile file).
-    package let limits: USBCaptureLimits
+    package let drops: USBCaptureDrops
 
     /// What the reader left out to keep its memory bounded, one sentence each: packets of
     /// interfaces past the 4096 a pcapng section may have, events of devices past the first
     /// 4096, submissions made while 4096 were waiting for their completion (left unpaired).
     /// Empty for any real capture.
-    public var dropped: [String] { limits.sentences }
+    public var dropped: [String] { drops.sentences }
 
     /// Reads the capture at `path`.
     ///
@@ -42,7 +42,7 @@ public struct USBCapture: Sendable {
 
     /// Reads every event of `reader`.
     package init(reading reader: inout USBMonReader) throws(USBCaptureError) {
-        var table = DeviceTable()
+        var table = DeviceTable(limits: reader.limits)
         var transfers: [[Transfer]] = []
         var pending: [USBMonRecord.URBKey: (device: Int, index: Int)] = [:]
         var unpaired = 0
@@ -59,7 +59,7 @@ public struct USBCapture: Sendable {
             case .submit:
                 // A submission whose ID is still pending replaces it there: the earlier one
                 // never completed in this capture.
-                if pending.count < USBCaptureLimits.maximumPendingRequests || pending[record.key] != nil {
+                if pending.count < reader.limits.pendingRequests || pending[record.key] != nil {
                     pending[record.key] = (device, transfers[device].count)
                 } else {
                     unpaired += 1
@@ -83,10 +83,10 @@ public struct USBCapture: Sendable {
         devices = table.devices
         transfersByDevice = transfers
         truncation = reader.truncation
-        var limits = table.limits
-        (limits.interfaces, limits.packets) = reader.droppedInterfaces
-        limits.requests += unpaired
-        self.limits = limits
+        var drops = table.drops
+        (drops.interfaces, drops.packets) = reader.droppedInterfaces
+        drops.requests = unpaired  // the descriptor requests it left out are among these
+        self.drops = drops
     }
 
     /// `device`'s transfers (matched by bus and address) in submission order; empty for a

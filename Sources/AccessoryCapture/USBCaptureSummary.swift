@@ -2,8 +2,8 @@
 /// completed with status 0 and the bytes they moved, counted as the events stream by.
 ///
 /// Memory holds one entry per device and per endpoint, whatever the capture's length, and at
-/// most ``USBCaptureLimits/maximumDevices`` devices and ``USBCaptureLimits/maximumEndpoints``
-/// endpoints (``limits`` counts what was left out).
+/// most the reader's ``USBCaptureLimits`` of devices and endpoints (``drops`` counts what was
+/// left out).
 package struct USBCaptureSummary: Sendable {
     /// One endpoint of a device (control counts once per direction: 0x00 and 0x80).
     package struct Endpoint: Hashable, Sendable {
@@ -32,7 +32,7 @@ package struct USBCaptureSummary: Sendable {
     /// The block or record cut short at the end of the file, if one was (it was dropped).
     package private(set) var truncation: USBCaptureError?
     /// What was left out on reaching a limit of ``USBCaptureLimits`` (a hostile file).
-    package private(set) var limits = USBCaptureLimits()
+    package private(set) var drops = USBCaptureDrops(limits: .standard)
 
     /// Summarizes the capture at `path`.
     package init(path: String, chunkSize: Int = CapturePacketReader.chunkSize) throws(USBCaptureError) {
@@ -42,7 +42,7 @@ package struct USBCaptureSummary: Sendable {
 
     /// Summarizes every event of `reader`.
     package init(reading reader: inout USBMonReader) throws(USBCaptureError) {
-        var table = DeviceTable()
+        var table = DeviceTable(limits: reader.limits)
         var slots = SlotTable<Int>()
         var counts: [(device: Int, endpoint: Endpoint)] = []
         var skipped = 0
@@ -51,7 +51,7 @@ package struct USBCaptureSummary: Sendable {
             let header = record.header
             guard let device = table.observe(record, data: reader.bytes(of: record)) else { continue }
             let key = device << 16 | Int(header.endpoint) << 8 | Int(header.kind.usbmon)
-            guard slots.count < USBCaptureLimits.maximumEndpoints || slots.contains(key) else {
+            guard slots.count < reader.limits.endpoints || slots.contains(key) else {
                 skipped += 1
                 continue
             }
@@ -73,8 +73,8 @@ package struct USBCaptureSummary: Sendable {
             devices[i].endpoints.sort { ($0.address, $0.kind.rank) < ($1.address, $1.kind.rank) }
         }
         truncation = reader.truncation
-        limits = table.limits
-        (limits.interfaces, limits.packets) = reader.droppedInterfaces
-        limits.events += skipped
+        drops = table.drops
+        (drops.interfaces, drops.packets) = reader.droppedInterfaces
+        drops.events += skipped
     }
 }

@@ -42,7 +42,7 @@ struct CaptureCommand: ParsableCommand {
                 throw ExitCode(1)
             }
             if let cut = summary.truncation { note("warning: \(cut); dropped") }
-            for sentence in summary.limits.sentences { note("warning: \(file): \(sentence), to bound the memory used") }
+            for sentence in summary.drops.sentences { note("warning: \(file): \(sentence), to bound the memory used") }
             let out = OutputStream(fd: 1, lineBuffered: false)
             defer { out.flush() }
             if json {
@@ -70,7 +70,7 @@ struct CaptureCommand: ParsableCommand {
                 func format(_ row: [String]) -> String {
                     "  " + row.enumerated().map { i, s in
                         i < 2 ? EventText.pad(s, widths[i]) : String(repeating: " ", count: widths[i] - s.count) + s
-                    }.joined(separator: "  ")
+                    }.joined(separator: "  ").trimmingSuffix(" ")
                 }
                 out.writeLine(style.dim(format(header)))
                 for row in rows { out.writeLine(format(row)) }
@@ -102,5 +102,14 @@ struct CaptureCommand: ParsableCommand {
             let s = String(value, radix: 16)
             return String(repeating: "0", count: max(0, digits - s.count)) + s
         }
+    }
+}
+
+extension String {
+    /// The string without the copies of `character` at its end.
+    fileprivate func trimmingSuffix(_ character: Character) -> String {
+        var s = self
+        while s.last == character { s.removeLast() }
+        return s
     }
 }
