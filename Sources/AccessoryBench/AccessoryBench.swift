@@ -7,7 +7,7 @@ import Logging
 ///     accessory-bench hotplug [--cycles N]            (under accessory-sim)
 ///     accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
 ///     accessory-bench soak [--cycles N] [--sample-every N] [--warm-up N] [--rss-bound-mib N] [--tolerate-races]   (under accessory-sim)
-///     accessory-bench session [--megabytes N] [--pipe-megabytes N] [--pipe-runs N] [--round-trips N] [--runs N] [--profile calls|streams|async|capture]   (under accessory-sim)
+///     accessory-bench session [--megabytes N] [--pipe-megabytes N] [--pipe-runs N] [--round-trips N] [--runs N] [--profile calls|streams|async|capture] [--capture-dirs DIR,DIR]   (under accessory-sim)
 ///     accessory-bench capture [--source FILE] [--megabytes N] [--runs N]   (needs tshark)
 ///
 /// `ACCESSORY_BENCH_LOG=debug` (or any swift-log level) shows the library's log on stderr.
@@ -37,7 +37,7 @@ struct AccessoryBench {
                        accessory-bench hotplug [--cycles N]      (under accessory-sim)
                        accessory-bench list [--devices N] [--runs N]   (under accessory-sim)
                        accessory-bench soak [--cycles N] [--sample-every N] [--warm-up N] [--rss-bound-mib N] [--tolerate-races]   (under accessory-sim)
-                       accessory-bench session [--megabytes N] [--pipe-megabytes N] [--pipe-runs N] [--round-trips N] [--runs N] [--profile calls|streams|async|capture]   (under accessory-sim)
+                       accessory-bench session [--megabytes N] [--pipe-megabytes N] [--pipe-runs N] [--round-trips N] [--runs N] [--profile calls|streams|async|capture] [--capture-dirs DIR,DIR]   (under accessory-sim)
                        accessory-bench capture [--source FILE] [--megabytes N] [--runs N]   (needs tshark)
                 """)
             exit(64)
@@ -65,7 +65,9 @@ struct AccessoryBench {
         case "session":  // under accessory-sim; C client from benchmarks/c/build.sh
             let c = ProcessInfo.processInfo.environment["BENCH_C_DIR"].map { $0 + "/bulk_echo" } ?? "\(bin.path)/../bench/bulk_echo"
             for row in try await SessionBenchmark(cClient: c, accessoryctl: accessoryctl, megabytes: option("--megabytes", 64), pipeMegabytes: option("--pipe-megabytes", 32), roundTrips: option("--round-trips", 1000), runs: option("--runs", 5), pipeRuns: option("--pipe-runs", option("--runs", 5)),
-                profile: args.firstIndex(of: "--profile").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil }).run() { print(row) }
+                profile: args.firstIndex(of: "--profile").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil },
+                captureFolders: args.firstIndex(of: "--capture-dirs").flatMap { $0 + 1 < args.count ? args[$0 + 1].split(separator: ",").map(String.init) : nil }
+            ).run() { print(row) }
         case "capture":  // a real capture's sections, concatenated, against tshark
             var source = CaptureBenchmark.defaultSource
             if let i = args.firstIndex(of: "--source"), i + 1 < args.count { source = args[i + 1] }

@@ -46,6 +46,8 @@ struct SessionBenchmark {
     /// `runs` times, with no C client and no tables (8-byte round trips for `calls` and
     /// `streams`; `capture` is `async` through a manager recording a capture).
     var profile: String?
+    /// For `--capture-dirs A,B`: only the capture cost, with the file in each folder.
+    var captureFolders: [String]? = nil
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
@@ -72,6 +74,7 @@ struct SessionBenchmark {
         let size = megabytes << 20
         let chunk = 64 * 1024
         if let profile { return try await profileOnly(profile, size: size, chunk: chunk) }
+        if let captureFolders { return try await captureOnly(captureFolders, size: size, chunk: chunk) }
 
         // (b) first, while this process is small: a child's peak RSS, as wait4 reports it,
         // includes what its parent had mapped when it was spawned.

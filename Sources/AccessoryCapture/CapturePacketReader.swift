@@ -47,9 +47,18 @@ package struct CapturePacketReader: ~Copyable {
     private var base = 0
     private var atEOF: Bool
     private var format = Format.unknown
+    /// The current section's interfaces, at most `limits.interfaces` of them.
     private var interfaces: [Interface] = []
+    /// How many interfaces the current section has described, kept or not.
+    private var sectionInterfaces = 0
     /// The block or record cut short at the end of the file, if one was.
     package private(set) var truncation: USBCaptureError?
+    /// What the reader keeps at most.
+    package let limits: USBCaptureLimits
+    /// Interfaces past `limits.interfaces` in their section: not kept.
+    package private(set) var droppedInterfaces = 0
+    /// Packets on those interfaces: skipped.
+    package private(set) var droppedPackets = 0
 
     private enum Format {
         case unknown
@@ -65,12 +74,13 @@ package struct CapturePacketReader: ~Copyable {
     }
 
     /// Opens `path` for reading.
-    package init(path: String, chunkSize: Int = CapturePacketReader.chunkSize) throws(USBCaptureError) {
+    package init(path: String, chunkSize: Int = CapturePacketReader.chunkSize, limits: USBCaptureLimits = .standard) throws(USBCaptureError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw USBCaptureError(file: path, offset: nil, reason: "cannot open: \(String(cString: strerror(errno)))")
         }
         self.name = path
+        self.limits = limits
         self.fd = fd
         self.ownsDescriptor = true
         self.storage = .allocate(byteCount: max(chunkSize, 16), alignment: 8)
@@ -79,8 +89,9 @@ package struct CapturePacketReader: ~Copyable {
 
     /// Reads bytes held in memory through the same buffer as a file, `chunkSize` bytes at a
     /// time (by default all at once).
-    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil) {
+    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil, limits: USBCaptureLimits = .standard) {
         self.name = name
+        self.limits = limits
         self.fd = -1
         self.ownsDescriptor = false
         self.memory = bytes
@@ -172,6 +183,8 @@ package struct CapturePacketReader: ~Copyable {
             let offset = base + start
             let first = offset == 0
             guard try ensure(8) else {
+                // The file's first block is its section header: without it there is no capture.
+                if first { throw error(at: offset, "the section header block is cut short: \(end - start) of at least 28 bytes") }
                 if end > start { truncation = error(at: offset, "the last block's header is cut short: \(end - start) bytes") }
                 return nil
             }
@@ -220,8 +233,15 @@ package struct CapturePacketReader: ~Copyable {
                 guard major == 1 else { throw error(at: offset, "pcapng version \(major) is not supported (only 1.x)") }
                 format = .pcapng(bigEndian: bigEndian)
                 interfaces.removeAll()
+                sectionInterfaces = 0
             case 1:
-                interfaces.append(try interface(body: body, length: bodyLength, offset: offset, bigEndian: bigEndian))
+                let interface = try interface(body: body, length: bodyLength, offset: offset, bigEndian: bigEndian)
+                sectionInterfaces += 1
+                if interfaces.count < limits.interfaces {
+                    interfaces.append(interface)
+                } else {
+                    droppedInterfaces += 1
+                }
             case 6, 2:
                 // Enhanced packet block; the obsolete packet block has the same layout with a
                 // 16-bit interface ID and a drop count.
@@ -232,13 +252,13 @@ package struct CapturePacketReader: ~Copyable {
                 guard captured <= bodyLength - 20 else {
                     throw error(at: offset, "captured length \(captured) runs past the end of its \(length)-byte block")
                 }
-                let interface = try self.interface(id, offset: offset)
+                guard let interface = try self.interface(id, offset: offset) else { continue }
                 return CapturePacket(
                     linkType: interface.linkType, timestamp: interface.clock.nanoseconds(ticks), bigEndian: bigEndian,
                     offset: offset, start: body + 20, count: captured)
             case 3:
                 guard bodyLength >= 4 else { throw error(at: offset, "simple packet block of \(length) bytes is too short for its fields") }
-                let interface = try self.interface(0, offset: offset)
+                guard let interface = try self.interface(0, offset: offset) else { continue }
                 var captured = min(Int(view.u32(body, bigEndian: bigEndian)), bodyLength - 4)
                 if interface.snapLength > 0 { captured = min(captured, Int(interface.snapLength)) }
                 return CapturePacket(
@@ -278,7 +298,13 @@ package struct CapturePacketReader: ~Copyable {
         return result
     }
 
-    private func interface(_ id: Int, offset: Int) throws(USBCaptureError) -> Interface {
+    /// Interface `id` of the current section, or `nil` (the packet counted as skipped) when
+    /// it is one past the limit.
+    private mutating func interface(_ id: Int, offset: Int) throws(USBCaptureError) -> Interface? {
+        if id >= interfaces.count && id < sectionInterfaces {
+            droppedPackets += 1
+            return nil
+        }
         guard id < interfaces.count else {
             throw error(at: offset, "the packet names interface \(id), but its section has \(interfaces.count) interface\(interfaces.count == 1 ? "" : "s")")
         }

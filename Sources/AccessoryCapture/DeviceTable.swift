@@ -2,22 +2,44 @@
 /// the first recorded GET_DESCRIPTOR(DEVICE) answer: what ``USBCapture`` and
 /// ``USBCaptureSummary`` both report, kept as the events stream by.
 ///
-/// It holds one entry per device and one per descriptor request still in flight, whatever the
-/// capture's length.
+/// It holds at most `limits.devices` devices and `limits.pendingRequests` descriptor requests
+/// in flight, whatever the file holds, and counts in ``drops`` what it left out.
 struct DeviceTable {
     private(set) var devices: [USBCapture.Device] = []
     private var indices = SlotTable<UInt32>()
     private var descriptorRequests: Set<USBMonRecord.URBKey> = []
+    /// Events and requests left out.
+    private(set) var drops: USBCaptureDrops
+    private let limits: USBCaptureLimits
 
-    /// Notes `record` (its data in `data`) and returns the index of its device in ``devices``.
-    mutating func observe(_ record: USBMonRecord, data: UnsafeRawBufferPointer) -> Int {
+    init(limits: USBCaptureLimits) {
+        self.limits = limits
+        self.drops = USBCaptureDrops(limits: limits)
+    }
+
+    /// Notes `record` (its data in `data`) and returns the index of its device in ``devices``,
+    /// or `nil` for a device past the limit (the event is counted as skipped).
+    mutating func observe(_ record: USBMonRecord, data: UnsafeRawBufferPointer) -> Int? {
         let header = record.header
-        let (index, isNew) = indices.slot(of: UInt32(header.bus) << 8 | UInt32(header.device))
-        if isNew { devices.append(USBCapture.Device(bus: Int(header.bus), address: Int(header.device))) }
+        let key = UInt32(header.bus) << 8 | UInt32(header.device)
+        let index: Int
+        if indices.count < limits.devices || indices.contains(key) {
+            let (slot, isNew) = indices.slot(of: key)
+            if isNew { devices.append(USBCapture.Device(bus: Int(header.bus), address: Int(header.device))) }
+            index = slot
+        } else {
+            drops.events += 1
+            return nil
+        }
         guard header.kind == .control else { return index }
         switch header.event {
         case .submit:
-            if header.setup?.isDeviceDescriptorRequest == true { descriptorRequests.insert(record.key) }
+            guard header.setup?.isDeviceDescriptorRequest == true else { break }
+            if descriptorRequests.count < limits.pendingRequests || descriptorRequests.contains(record.key) {
+                descriptorRequests.insert(record.key)
+            } else {
+                drops.requests += 1
+            }
         case .complete, .error:
             guard !descriptorRequests.isEmpty, descriptorRequests.remove(record.key) != nil else { break }
             // A device descriptor: bLength, bDescriptorType 1, …, idVendor at 8, idProduct at 10.

@@ -7,6 +7,9 @@ struct SlotTable<Key: Hashable> {
     /// How many keys have a slot.
     private(set) var count = 0
 
+    /// Whether `key` has a slot.
+    func contains(_ key: Key) -> Bool { slots[key] != nil }
+
     /// The slot of `key`, and whether this call gave it one.
     mutating func slot(of key: Key) -> (slot: Int, isNew: Bool) {
         if let last, last.key == key { return (last.slot, false) }

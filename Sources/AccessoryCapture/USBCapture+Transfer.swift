@@ -23,6 +23,11 @@ extension USBCapture {
         public var data: [UInt8]
         /// The URB's buffer length at submission.
         public var requestedLength: Int
+        /// How many data bytes the transfer carried: usbmon's `length` of the submission for
+        /// OUT, of the completion for IN (0 until it completes). ``data`` holds fewer where the
+        /// capture cut them (a snap length, as `tshark -s` sets, or usbmon's own cap); see
+        /// ``isCut``.
+        public var length: Int
         /// The completion's status: 0, or a negative errno (`-EPIPE` a stall, `-ENOENT` or
         /// `-ECONNRESET` cancelled by the host, …); `nil` when the capture ends before it completes.
         public var status: Int32?
@@ -33,15 +38,17 @@ extension USBCapture {
         /// The URB ID (the kernel's address of the URB; reused once the URB is done).
         package var urbID: UInt64
 
+        /// A transfer with these fields; `length` is `data.count` unless given.
         package init(
-            kind: Kind, endpoint: UInt8, setup: Setup?, data: [UInt8], requestedLength: Int, status: Int32?,
-            submitted: Duration, completed: Duration?, urbID: UInt64
+            kind: Kind, endpoint: UInt8, setup: Setup?, data: [UInt8], requestedLength: Int, length: Int? = nil,
+            status: Int32?, submitted: Duration, completed: Duration?, urbID: UInt64
         ) {
             self.kind = kind
             self.endpoint = endpoint
             self.setup = setup
             self.data = data
             self.requestedLength = requestedLength
+            self.length = length ?? data.count
             self.status = status
             self.submitted = submitted
             self.completed = completed
@@ -50,6 +57,10 @@ extension USBCapture {
 
         /// Whether data flows from the device to the host.
         package var isIn: Bool { endpoint & 0x80 != 0 }
+
+        /// Whether the capture kept fewer data bytes than the transfer carried
+        /// (`data.count < length`): its data cannot be known whole.
+        public var isCut: Bool { data.count < length }
     }
 }
 

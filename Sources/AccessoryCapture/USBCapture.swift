@@ -18,6 +18,14 @@ public struct USBCapture: Sendable {
     private let transfersByDevice: [[Transfer]]
     /// The block or record cut short at the end of the file, if one was (it was dropped).
     package let truncation: USBCaptureError?
+    /// What was left out on reaching a limit of ``USBCaptureLimits`` (a hostile file).
+    package let drops: USBCaptureDrops
+
+    /// What the reader left out to keep its memory bounded, one sentence each: packets of
+    /// interfaces past the 4096 a pcapng section may have, events of devices past the first
+    /// 4096, submissions made while 4096 were waiting for their completion (left unpaired).
+    /// Empty for any real capture.
+    public var dropped: [String] { drops.sentences }
 
     /// Reads the capture at `path`.
     ///
@@ -34,13 +42,14 @@ public struct USBCapture: Sendable {
 
     /// Reads every event of `reader`.
     package init(reading reader: inout USBMonReader) throws(USBCaptureError) {
-        var table = DeviceTable()
+        var table = DeviceTable(limits: reader.limits)
         var transfers: [[Transfer]] = []
         var pending: [USBMonRecord.URBKey: (device: Int, index: Int)] = [:]
+        var unpaired = 0
         var first: Int64?
         while let record = try reader.next() {
             let data = reader.bytes(of: record)
-            let device = table.observe(record, data: data)
+            guard let device = table.observe(record, data: data) else { continue }
             if device == transfers.count { transfers.append([]) }
             let header = record.header
             let start = first ?? record.timestamp
@@ -50,22 +59,34 @@ public struct USBCapture: Sendable {
             case .submit:
                 // A submission whose ID is still pending replaces it there: the earlier one
                 // never completed in this capture.
-                pending[record.key] = (device, transfers[device].count)
+                if pending.count < reader.limits.pendingRequests || pending[record.key] != nil {
+                    pending[record.key] = (device, transfers[device].count)
+                } else {
+                    unpaired += 1
+                }
                 transfers[device].append(
                     Transfer(
                         kind: header.kind, endpoint: header.endpoint, setup: header.setup,
-                        data: header.isIn ? [] : [UInt8](data), requestedLength: Int(header.length), status: nil,
-                        submitted: time, completed: nil, urbID: header.urbID))
+                        data: header.isIn ? [] : [UInt8](data), requestedLength: Int(header.length),
+                        length: header.isIn ? 0 : Int(header.length), status: nil, submitted: time, completed: nil,
+                        urbID: header.urbID))
             case .complete, .error:
                 guard let (d, i) = pending.removeValue(forKey: record.key) else { continue }
                 transfers[d][i].status = header.status
                 transfers[d][i].completed = time
-                if header.event == .complete && transfers[d][i].isIn { transfers[d][i].data = [UInt8](data) }
+                if header.event == .complete && transfers[d][i].isIn {
+                    transfers[d][i].data = [UInt8](data)
+                    transfers[d][i].length = Int(header.length)
+                }
             }
         }
         devices = table.devices
         transfersByDevice = transfers
         truncation = reader.truncation
+        var drops = table.drops
+        (drops.interfaces, drops.packets) = reader.droppedInterfaces
+        drops.requests = unpaired  // the descriptor requests it left out are among these
+        self.drops = drops
     }
 
     /// `device`'s transfers (matched by bus and address) in submission order; empty for a

@@ -7,9 +7,9 @@ package protocol USBMonConsumer {
 
 extension USBMonConsumer {
     /// Reads a capture held in memory, named `name` in errors, `chunkSize` bytes at a time
-    /// (by default all at once).
-    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil) throws(USBCaptureError) {
-        var reader = USBMonReader(bytes: bytes, name: name, chunkSize: chunkSize)
+    /// (by default all at once), within `limits`.
+    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil, limits: USBCaptureLimits = .standard) throws(USBCaptureError) {
+        var reader = USBMonReader(bytes: bytes, name: name, chunkSize: chunkSize, limits: limits)
         try self.init(reading: &reader)
     }
 }

@@ -5,14 +5,14 @@ package struct USBMonReader: ~Copyable {
     private var packets: CapturePacketReader
 
     /// Opens `path`.
-    package init(path: String, chunkSize: Int = CapturePacketReader.chunkSize) throws(USBCaptureError) {
-        packets = try CapturePacketReader(path: path, chunkSize: chunkSize)
+    package init(path: String, chunkSize: Int = CapturePacketReader.chunkSize, limits: USBCaptureLimits = .standard) throws(USBCaptureError) {
+        packets = try CapturePacketReader(path: path, chunkSize: chunkSize, limits: limits)
     }
 
     /// Reads bytes held in memory, named `name` in errors, `chunkSize` bytes at a time (by
-    /// default all at once).
-    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil) {
-        packets = CapturePacketReader(bytes: bytes, name: name, chunkSize: chunkSize)
+    /// default all at once), within `limits`.
+    package init(bytes: [UInt8], name: String, chunkSize: Int? = nil, limits: USBCaptureLimits = .standard) {
+        packets = CapturePacketReader(bytes: bytes, name: name, chunkSize: chunkSize, limits: limits)
     }
 
     /// The path, or the name given with the bytes.
@@ -20,6 +20,13 @@ package struct USBMonReader: ~Copyable {
 
     /// The block or record cut short at the end of the file, if one was (it was dropped).
     package var truncation: USBCaptureError? { packets.truncation }
+
+    /// What the reader and the values built on it keep at most.
+    package var limits: USBCaptureLimits { packets.limits }
+
+    /// Interfaces past `limits.interfaces` in their section, and the packets on them:
+    /// skipped.
+    package var droppedInterfaces: (interfaces: Int, packets: Int) { (packets.droppedInterfaces, packets.droppedPackets) }
 
     /// The next usbmon event, or `nil` at the end of the file.
     package mutating func next() throws(USBCaptureError) -> USBMonRecord? {

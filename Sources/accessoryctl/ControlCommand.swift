@@ -13,7 +13,9 @@ struct ControlCommand: AsyncParsableCommand {
 
             An IN transfer prints the bytes received as hexadecimal, space-separated, on one line \
             (an empty line when none came). An OUT transfer prints nothing. Numbers are decimal, \
-            or hexadecimal with 0x. A refused request (STALL) exits 1 and says so.
+            or hexadecimal with 0x. A refused request (STALL) exits 1 and says so. If the --capture \
+            file cannot be written (a full disk), the request still completes; the file is cut back \
+            to its last whole record and the command exits 74, naming the file and the error.
 
             Examples:
               accessoryctl control 18d1:4ee7 --in --length 2 --type vendor --recipient device --request 51
@@ -128,9 +130,11 @@ struct ControlCommand: AsyncParsableCommand {
         } catch {
             note("error: \(error.message)")
             await manager.shutdown()
+            _ = CaptureFailure.report(manager)
             throw ExitCode(1)
         }
         await manager.shutdown()
+        if CaptureFailure.report(manager) != nil { throw CaptureFailure.exitCode }
     }
 
     /// A data length the host can carry in one control transfer (the library's own check,

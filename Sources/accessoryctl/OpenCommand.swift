@@ -18,7 +18,9 @@ struct OpenCommand: AsyncParsableCommand {
 
             After standard input ends, the command keeps reading until the accessory has been \
             quiet for --idle-timeout seconds, then exits 0 (like nc -q). If the accessory goes away \
-            it exits 1 at once, saying why. SIGINT and SIGTERM close the session cleanly (the \
+            it exits 1 at once, saying why. If the --capture file cannot be written (a full disk), \
+            the session goes on to its end; the file is cut back to its last whole record and the \
+            command then exits 74, naming the file and the error. SIGINT and SIGTERM close the session cleanly (the \
             interface is released and a detached kernel driver attached again) and exit 0. When \
             the reader of standard output goes away, the command ends quietly.
 
@@ -103,9 +105,10 @@ struct OpenCommand: AsyncParsableCommand {
         switch outcome {
         case .failed(let error):
             note("error: \(error.message)")
+            _ = CaptureFailure.report(manager)
             throw ExitCode(1)
         case .finished, .signalled, .stdoutClosed:
-            return
+            if CaptureFailure.report(manager) != nil { throw CaptureFailure.exitCode }
         }
     }
 

@@ -72,13 +72,17 @@ struct CaptureScript {
                 result[d].transfers.append(
                     USBCapture.Transfer(
                         kind: kind, endpoint: endpoint, setup: kind == .control ? setup : nil, data: endpoint & 0x80 != 0 ? [] : data,
-                        requestedLength: requested, status: nil, submitted: time, completed: nil, urbID: id))
-            case let .complete(id, bus, address, endpoint, _, status, data, _):
+                        requestedLength: requested, length: endpoint & 0x80 != 0 ? 0 : requested, status: nil, submitted: time,
+                        completed: nil, urbID: id))
+            case let .complete(id, bus, address, endpoint, _, status, data, actual):
                 _ = device(bus, address)
                 guard let (d, t) = pending.removeValue(forKey: "\(bus)/\(id)") else { continue }
                 result[d].transfers[t].status = status
                 result[d].transfers[t].completed = time
-                if endpoint & 0x80 != 0 { result[d].transfers[t].data = data }
+                if endpoint & 0x80 != 0 {
+                    result[d].transfers[t].data = data
+                    result[d].transfers[t].length = actual
+                }
                 let s = result[d].transfers[t].setup
                 if s?.requestType == 0x80, s?.request == 6, s.map({ $0.value >> 8 }) == 1, status == 0, data.count >= 12, data[1] == 1,
                     result[d].device.vendor == nil

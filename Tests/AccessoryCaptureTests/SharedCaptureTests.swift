@@ -30,6 +30,8 @@ struct SharedCaptureTests {
                 #expect((t.kind == .control) == (t.setup != nil))
                 #expect(t.completed.map { $0 >= t.submitted } ?? true)
                 if t.isIn { #expect(t.data.count <= t.requestedLength) }
+                // Nothing in these captures was cut by a snap length.
+                #expect(!t.isCut && t.length == t.data.count, "\(device) transfer at \(t.submitted)")
             }
         }
     }

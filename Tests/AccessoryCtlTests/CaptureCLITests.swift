@@ -126,4 +126,63 @@ struct CaptureCLITests {
             #expect(r.stdout.contains(#"{"bus":2,"address":9,"endpoints":[{"endpoint":"0x00","kind":"control","completed":0,"bytes":0}]}"#))
         }
     }
+
+    @Test("An endpoint whose data the capture cut is marked under CUT, with a warning; --json keeps the contract's fields")
+    func cutData() throws {
+        try Self.withOwnCapture { file in
+            let capture = try USBCapture(path: file)
+            let device = capture.devices[0]
+            let index = try #require(capture.transfers(of: device).firstIndex { $0.endpoint == 0x81 && $0.status == 0 })
+            let bytes = try CaptureCutter.cut(path: file, device: device, transfer: index, keep: 2)
+            try Data(bytes).write(to: URL(fileURLWithPath: file))
+            let r = try CLI.ctl("capture", "summary", file)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout.hasPrefix("""
+                bus 1 address 4  1209:0001
+                  ENDPOINT  KIND       COMPLETED  BYTES  CUT
+                  0x01      bulk               2      3
+                  0x80      control            1     18
+                  0x81      bulk               1      5    1
+                  0x83      interrupt          0      0
+
+                bus 2 address 9
+                  ENDPOINT  KIND     COMPLETED  BYTES
+                  0x00      control          1      2
+                """), "\(r.stdout)")
+            #expect(r.stderr.contains("warning: \(file): the capture cut the data of 1 transfer"), "\(r.stderr)")
+            let json = try CLI.ctl("capture", "summary", file, "--json")
+            #expect(json.stdout == Self.ownJSON + "\n")
+        }
+    }
+
+    @Test("A file shorter than a block header is an error, not an empty summary")
+    func tooShort() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("six.pcapng").path
+        try Data([0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0x00]).write(to: URL(fileURLWithPath: file))
+        let r = try CLI.ctl("capture", "summary", file)
+        #expect(r.status == 1)
+        #expect(r.stderr.hasPrefix("error: \(file): at byte 0: the section header block is cut short: 6 of at least 28 bytes"), "\(r.stderr)")
+    }
+
+    @Test("A 50 MB file of 2.5 million interface blocks is summarized within 64 MiB, saying what it dropped",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/time"), "needs /usr/bin/time to measure the peak RSS"))
+    func hostileInterfaces() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("interfaces.pcapng")
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.write(contentsOf: PcapngBlock.sectionHeader())
+        let chunk = Array([[UInt8]](repeating: PcapngBlock.interfaceDescription(linkType: 220), count: 100_000).joined())
+        for _ in 0..<25 { try handle.write(contentsOf: chunk) }
+        try handle.close()
+        let r = try CLI.run("/usr/bin/time", ["-f", "peak-rss-kb %M", CLI.accessoryctl, "capture", "summary", file.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("2495904 interfaces past the 4096 a section may have, and the 0 packets on them, were skipped"), "\(r.stderr)")
+        let line = try #require(r.stderr.split(separator: "\n").last { $0.hasPrefix("peak-rss-kb ") })
+        let kilobytes = try #require(Int(line.dropFirst("peak-rss-kb ".count)))
+        #expect(kilobytes < 64 * 1024, "peak RSS \(kilobytes) KiB")
+    }
 }

@@ -5,12 +5,22 @@ import Logging
 
 /// Where the manager records every transfer it makes, for `Configuration.capturePath`: a
 /// usbmon pcapng file (``USBCaptureWriter``), one `S` and one `C` record per transfer, with
-/// URB IDs of its own. A record that cannot be written is logged once; the transfers go on.
+/// URB IDs of its own. A record that cannot be written (a full disk) ends the capture at its
+/// last whole record: the error is logged once and kept in ``error``; the transfers go on.
+///
+/// On a host whose completions come in passes of an event loop (libusb's event thread, see
+/// ``batchEventPasses()``), the completions of one pass are recorded together, with one
+/// `writev(2)` at the end of the pass, and only then handed on: a completion the caller
+/// has seen is in the file all the same.
 final class CaptureRecorder: Sendable {
     private let writer: USBCaptureWriter
     private let logger: Logger
     /// The next URB ID, and whether a write has failed (then it is logged once).
     private let state = Locked((nextID: UInt64(1), failed: false))
+    /// Whether completions on the event thread wait for the end of its pass.
+    private let batchesPasses = Locked(false)
+    /// The completions of the current pass, held until their records are written.
+    private let deliveries = Locked<[@Sendable () -> Void]>([])
 
     /// Creates the file at `path` (emptied if it exists).
     /// - Throws: `.io` naming the path when it cannot be created.
@@ -85,11 +95,45 @@ final class CaptureRecorder: Sendable {
 
     /// Records how `urb` ended: IN data received, or how many bytes went OUT.
     func complete(_ urb: URB, _ completion: TransferCompletion) {
+        complete(urb, completion, deferred: false)
+    }
+
+    /// Records how `urb` ended, then runs `deliver` (which hands the completion on). On the
+    /// event thread of a host whose passes are batched, both wait for the end of the pass.
+    func complete(_ urb: URB, _ completion: TransferCompletion, then deliver: @escaping @Sendable () -> Void) {
+        guard batchesPasses.withLock({ $0 }), LibUSBEventThread.isCurrent else {
+            complete(urb, completion, deferred: false)
+            deliver()
+            return
+        }
+        complete(urb, completion, deferred: true)
+        deliveries.withLock { $0.append(deliver) }
+    }
+
+    /// From now on, completions on the libusb event thread are recorded at the end of its
+    /// pass (``endEventPass()``, which the host's event thread runs after each pass).
+    func batchEventPasses() {
+        batchesPasses.withLock { $0 = true }
+    }
+
+    /// The end of a pass of the event loop: writes the pass's completions with one
+    /// `writev(2)`, then hands them on, in order.
+    func endEventPass() {
+        let held = deliveries.withLock { d in
+            defer { d = [] }
+            return d
+        }
+        guard !held.isEmpty else { return }
+        note { try writer.flush() }
+        for deliver in held { deliver() }
+    }
+
+    private func complete(_ urb: URB, _ completion: TransferCompletion, deferred: Bool) {
         note {
             try writer.complete(
                 urbID: urb.id, bus: urb.bus, device: urb.device, endpoint: urb.endpoint, kind: urb.kind,
                 status: Self.status(completion.status), data: urb.endpoint & 0x80 != 0 ? completion.data[...] : [],
-                actualLength: completion.length)
+                actualLength: completion.length, deferred: deferred)
         }
     }
 
@@ -132,6 +176,18 @@ final class CaptureRecorder: Sendable {
         if code == .timeout || code == .cancelled { return .cancelled }
         if code == .overflow { return .overflow }
         return .error
+    }
+
+    /// Why the capture is incomplete: the first write that failed, or the sync when it was
+    /// closed; `nil` while all is well.
+    var error: AccessoryError? {
+        writer.failure.map { AccessoryError(.io, "cannot record the capture: \($0)", operation: "capture") }
+    }
+
+    /// Writes what is left, syncs the file to its disk and closes it; later transfers are
+    /// not recorded. The error, if any, is kept in ``error``.
+    func close() {
+        note { try writer.close() }
     }
 
     private func note(_ write: () throws -> Void) {

@@ -3,7 +3,8 @@ import AccessoryCore
 
 /// An endpoint's transfers (a stream's or one-transfer calls'), recorded in a capture: each
 /// submission as it is submitted, so in submission order, and its completion before the
-/// caller hears of it, matched by its tag.
+/// caller hears of it, matched by its tag (on libusb's event thread, the completions of one
+/// pass are written together, then handed on).
 final class CapturingEndpointTransfers: EndpointTransfers {
     private let inner: any EndpointTransfers
     private let site: CaptureSite
@@ -21,8 +22,8 @@ final class CapturingEndpointTransfers: EndpointTransfers {
 
     func setCompletionHandler(_ handler: @escaping @Sendable (_ tag: UInt64, TransferCompletion) -> Void) {
         inner.setCompletionHandler { [recorder = site.recorder, urbs] tag, completion in
-            if let urb = urbs.withLock({ $0.removeValue(forKey: tag) }) { recorder.complete(urb, completion) }
-            handler(tag, completion)
+            guard let urb = urbs.withLock({ $0.removeValue(forKey: tag) }) else { return handler(tag, completion) }
+            recorder.complete(urb, completion) { handler(tag, completion) }
         }
     }
 

@@ -12,6 +12,11 @@ final class CapturingHost: USBHost {
     init(_ inner: any USBHost, recorder: CaptureRecorder) {
         self.inner = inner
         self.recorder = recorder
+        // libusb's completions come in passes of its event thread: record each pass's together.
+        if let thread = (inner as? SystemUSBHost)?.backend?.eventThread {
+            thread.addAfterEachPass { [recorder] in recorder.endEventPass() }
+            recorder.batchEventPasses()
+        }
     }
 
     /// Opens the device; when it is a device instance the capture has not described (a new

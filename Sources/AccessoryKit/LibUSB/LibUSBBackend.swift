@@ -27,7 +27,7 @@ final class LibUSBBackend: Sendable {
         if context.hasHotplug {
             let h = try LibUSBHotplug(context: context)
             hotplug.withLock { $0 = h }
-            eventThread.setAfterEachPass { [notices = h.notices] in notices.release() }
+            eventThread.addAfterEachPass { [notices = h.notices] in notices.release() }
             registration = h
         }
         do {

@@ -23,10 +23,13 @@ extension AccessoryManager {
         package var sysfsRoot: String
         /// Where to record every transfer the manager's sessions and control requests make,
         /// as a Linux usbmon capture (pcapng, link type 220) that Wireshark, `tshark` and
-        /// `USBCapture` read: one `S` and one `C` record per transfer, flushed per record.
-        /// Each device's descriptors come first, as the GET_DESCRIPTOR answers of its
-        /// enumeration, so that `SimulatedAccessory(replaying:device:)` can replay the file.
-        /// `nil` (the default) records nothing.
+        /// `USBCapture` read: one `S` and one `C` record per transfer, each in the file before
+        /// the transfer's completion reaches the caller. Each device's descriptors come first,
+        /// as the GET_DESCRIPTOR answers of its enumeration, so that
+        /// `SimulatedAccessory(replaying:device:)` can replay the file. A write that fails (a
+        /// full disk) ends the capture at its last whole record and is kept in
+        /// ``AccessoryManager/captureError``; the sessions go on. `nil` (the default) records
+        /// nothing.
         public var capturePath: String?
         /// Where the manager logs; by default `accessorykit`, to whatever handler the
         /// application bootstrapped.

@@ -181,6 +181,7 @@ public actor AccessoryManager {
         // Sessions first: closing them needs the event thread to complete their transfers.
         await closeSessionsAtShutdown()
         host.stopMonitoring()
+        (host as? CapturingHost)?.recorder.close()  // synced to disk; a failure stays in captureError
         perform(tracker.shutdown())
         fanOut.finish()  // observers too: they may hold what holds the manager
         await monitorTask?.value

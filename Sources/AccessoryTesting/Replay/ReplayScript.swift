@@ -12,7 +12,10 @@ import AccessoryKit
 ///   it is the last, a transfer that reaches it waits, as it did, until the host gives up.
 /// - An OUT transfer or a control request must carry the recorded setup and bytes, else it
 ///   fails with a divergence naming the transfer's index in the capture, its endpoint, and
-///   the expected and actual bytes from the first difference.
+///   the expected and actual bytes from the first difference. Where the capture cut the
+///   recorded data, the bytes it kept and the length are matched.
+/// - An IN transfer whose recorded data the capture cut fails with a divergence naming its
+///   index and both sizes: the bytes it carried cannot be known.
 /// - An IN transfer beyond the recording waits, as a device with nothing to send NAKs
 ///   (a stream's read-ahead does this at the end of every replay); an OUT transfer or a
 ///   control request beyond it is a divergence.
@@ -103,6 +106,11 @@ final class ReplayScript: Sendable {
             if let mismatch = mismatch(transfer, recorded) {
                 return (diverge(&s, "\(label): transfer \(index) of the capture (\(endpoint)) diverges: \(mismatch)"), nil)
             }
+            if recorded.isIn && recorded.isCut {
+                return diverge(
+                    &s,
+                    "\(label): transfer \(index) of the capture (\(endpointName(transfer))) was cut by the capture: it kept \(recorded.data.count) of the \(recorded.length) bytes the device sent, so it cannot be replayed exactly")
+            }
             if !Self.isOptional(recorded) { s.matched += 1 }
             let answer = paced(Self.answer(recorded), recorded)
             guard answer == .never, transfer.kind != .control else { return (answer, nil) }
@@ -164,13 +172,25 @@ final class ReplayScript: Sendable {
                 UInt8(want.index >> 8), UInt8(want.length & 0xff), UInt8(want.length >> 8),
             ]
             if got != expected { return "setup " + Self.difference(expected: expected, actual: got) }
-            if !transfer.isIn && transfer.data != recorded.data { return "data " + Self.difference(expected: recorded.data, actual: transfer.data) }
+            if !transfer.isIn, let difference = Self.outDifference(recorded, transfer.data) { return "data " + difference }
             return nil
         }
         let kind: USBCapture.Transfer.Kind = transfer.kind == .interrupt ? .interrupt : .bulk
         if recorded.kind != kind { return "the recording has a \(recorded.kind.name) transfer there, not \(kind.name)" }
-        if !transfer.isIn && transfer.data != recorded.data { return Self.difference(expected: recorded.data, actual: transfer.data) }
+        if !transfer.isIn, let difference = Self.outDifference(recorded, transfer.data) { return difference }
         return nil
+    }
+
+    /// How `sent` differs from the recorded OUT data, or `nil` when it matches. Where the
+    /// capture cut the data, it matches on the bytes kept and the length carried.
+    private static func outDifference(_ recorded: USBCapture.Transfer, _ sent: [UInt8]) -> String? {
+        guard recorded.isCut else { return sent == recorded.data ? nil : difference(expected: recorded.data, actual: sent) }
+        let kept = recorded.data.count
+        if sent.count == recorded.length && sent.prefix(kept).elementsEqual(recorded.data) { return nil }
+        if sent.count != recorded.length && sent.prefix(kept).elementsEqual(recorded.data.prefix(sent.count)) {
+            return "expected \(recorded.length) bytes (the capture kept the first \(kept)), got \(sent.count)"
+        }
+        return difference(expected: recorded.data, actual: Array(sent.prefix(kept))) + " (the capture kept \(kept) of \(recorded.length) bytes)"
     }
 
     private func diverge(_ s: inout State, _ message: String) -> SimulatedTransfer.Answer {

@@ -19,6 +19,10 @@ extension SimulatedAccessory {
     ///   OUT transfer or a control request must carry the recorded setup and bytes; an IN
     ///   transfer gets the recorded bytes and status (`-EPIPE` is `.stall`, the others as on
     ///   hardware).
+    /// - A recorded transfer whose data the capture cut (`data.count < length`, a snap
+    ///   length's doing) cannot be replayed exactly: an IN transfer on it fails with `.io`
+    ///   naming its index and both sizes, a divergence; an OUT transfer matches on the bytes
+    ///   the capture kept and the recorded length.
     /// - The standard requests the stack makes itself (GET_DESCRIPTOR, SET_CONFIGURATION,
     ///   SET_INTERFACE, CLEAR_FEATURE) are answered from the descriptors and not matched, so
     ///   the recorded ones need not be repeated. Nor need the recorded transfers the host
