@@ -107,9 +107,9 @@ final class ReplayScript: Sendable {
                 return (diverge(&s, "\(label): transfer \(index) of the capture (\(endpoint)) diverges: \(mismatch)"), nil)
             }
             if recorded.isIn && recorded.isCut {
-                return diverge(
+                return (diverge(
                     &s,
-                    "\(label): transfer \(index) of the capture (\(endpointName(transfer))) was cut by the capture: it kept \(recorded.data.count) of the \(recorded.length) bytes the device sent, so it cannot be replayed exactly")
+                    "\(label): transfer \(index) of the capture (\(endpoint)) was cut by the capture: it kept \(recorded.data.count) of the \(recorded.length) bytes the device sent, so it cannot be replayed exactly"), nil)
             }
             if !Self.isOptional(recorded) { s.matched += 1 }
             let answer = paced(Self.answer(recorded), recorded)
