@@ -12,7 +12,7 @@ final class LibUSBEventThread: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let thread = Mutex<pthread_t?>(nil)
     /// Runs after each pass of event handling: what the pass's callbacks held is released.
-    private let afterEachPass = Mutex<(@Sendable () -> Void)?>(nil)
+    private let afterEachPass = PassHook()
 
     /// How long one wait for events lasts before the stop flag is checked again. Stopping
     /// also interrupts the wait, so this only bounds a missed wake-up.
@@ -60,13 +60,13 @@ final class LibUSBEventThread: Sendable {
         pthread_join(id, nil)
     }
 
-    /// Whether the calling thread is a libusb event thread. Completion callbacks run there,
-    /// inside libusb's event handling, where `libusb_close` must not be called.
     /// Sets what runs after each pass of event handling (the hotplug batch's release).
     func setAfterEachPass(_ work: @escaping @Sendable () -> Void) {
-        afterEachPass.withLock { $0 = work }
+        afterEachPass.set(work)
     }
 
+    /// Whether the calling thread is a libusb event thread. Completion callbacks run there,
+    /// inside libusb's event handling, where `libusb_close` must not be called.
     static var isCurrent: Bool { pthread_getspecific(marker) != nil }
 
     /// A thread-specific key, set (to any non-nil value) on every event thread.
@@ -82,7 +82,7 @@ final class LibUSBEventThread: Sendable {
         while !stopRequested.load(ordering: .acquiring) {
             var timeout = Self.pollInterval
             let status = context.withUnsafeContext { libusb_handle_events_timeout_completed($0, &timeout, nil) }
-            afterEachPass.withLock { $0 }?()
+            afterEachPass.run()
             if status < 0 && status != LIBUSB_ERROR_INTERRUPTED.rawValue {
                 failures += 1
                 if failures == 1 || failures % 100 == 0 {
