@@ -13,7 +13,7 @@ final class LibUSBEventThread: Sendable {
     private let thread = Mutex<pthread_t?>(nil)
     /// Runs after each pass of event handling, in order: what the pass's callbacks held is
     /// released (the hotplug batch, a capture's records and the completions behind them).
-    private let afterEachPass = Mutex<[@Sendable () -> Void]>([])
+    private let afterEachPass = PassHook()
 
     /// How long one wait for events lasts before the stop flag is checked again. Stopping
     /// also interrupts the wait, so this only bounds a missed wake-up.
@@ -64,7 +64,7 @@ final class LibUSBEventThread: Sendable {
     /// Adds what runs after each pass of event handling (the hotplug batch's release, a
     /// capture's records of the pass).
     func addAfterEachPass(_ work: @escaping @Sendable () -> Void) {
-        afterEachPass.withLock { $0.append(work) }
+        afterEachPass.add(work)
     }
 
     /// Whether the calling thread is a libusb event thread. Completion callbacks run there,
@@ -84,7 +84,7 @@ final class LibUSBEventThread: Sendable {
         while !stopRequested.load(ordering: .acquiring) {
             var timeout = Self.pollInterval
             let status = context.withUnsafeContext { libusb_handle_events_timeout_completed($0, &timeout, nil) }
-            for work in afterEachPass.withLock({ $0 }) { work() }
+            afterEachPass.run()
             if status < 0 && status != LIBUSB_ERROR_INTERRUPTED.rawValue {
                 failures += 1
                 if failures == 1 || failures % 100 == 0 {
