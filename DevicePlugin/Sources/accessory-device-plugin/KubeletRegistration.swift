@@ -43,11 +43,11 @@ struct KubeletRegistration: Sendable {
     var socketIdentity: FileIdentity? { FileIdentity(path: kubeletSocket) }
 }
 
-/// A file's device and inode: it changes when the file is recreated, and not when its mode,
-/// owner or security label do (a `chmod` or a relabel changes the change time, not the file).
+/// A file's device, inode and change time: it changes when the file is recreated.
 struct FileIdentity: Hashable, Sendable {
     var device: UInt64
     var inode: UInt64
+    var changed: Int
 
     init?(path: String) {
         var st = stat()
@@ -58,5 +58,6 @@ struct FileIdentity: Hashable, Sendable {
     init(status st: stat) {
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
+        changed = Int(st.st_ctim.tv_sec) * 1_000_000_000 + Int(st.st_ctim.tv_nsec)
     }
 }

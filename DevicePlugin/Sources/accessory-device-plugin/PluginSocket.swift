@@ -7,7 +7,8 @@ struct PluginSocket: Sendable {
     let path: String
     /// The listening descriptor, for the server transport (which takes it over).
     let descriptor: Int32
-    /// The file it bound: its device and inode (a `chmod` or relabel of it is no new socket).
+    /// The file it bound: its device, inode and change time (an inode number alone can come
+    /// back for another instance's socket).
     let file: FileIdentity
 
     enum Claim: Sendable {
