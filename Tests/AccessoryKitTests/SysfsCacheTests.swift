@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import AccessoryKit
 
-/// The farm's sysfs reads: an unchanged device costs one `devnum` read.
+/// The farm's sysfs reads: an unchanged device costs one `devnum` read, or one `stat`.
 @Suite("Sysfs cache")
 struct SysfsCacheTests {
     @Test("An unchanged device comes from the cache; a new device number, or a device without interfaces, is read again")
@@ -52,6 +52,46 @@ struct SysfsCacheTests {
         // And the new instance is remembered in its turn.
         try Data("Changed\n".utf8).write(to: URL(fileURLWithPath: sysfs.root + "/1-1/manufacturer"))
         #expect(cache.device(named: "1-1")?.descriptor.manufacturer == "New maker")
+    }
+
+    @Test("An entry read over a second after its files were made is answered by a stat alone; another instance, or none, is still seen")
+    func statAlone() throws {
+        let sysfs = try FakeSysfs()
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "OLD\n", manufacturer: "Before\n")
+        // The files were made "ten seconds ago": the clock the cache compares change times with
+        // is moved on, so the stamp alone names this instance.
+        let cache = SysfsCache(SysfsScanner(root: sysfs.root, includeHubs: true), realTime: { SysfsCache.realTimeNow() + 10 })
+        #expect(cache.device(named: "1-1")?.descriptor.manufacturer == "Before")
+        #expect(cache.statOnlyHits == 0)
+        try Data("After\n".utf8).write(to: URL(fileURLWithPath: sysfs.root + "/1-1/manufacturer"))
+        #expect(cache.device(named: "1-1")?.descriptor.manufacturer == "Before")
+        #expect(cache.scan().devices.first?.descriptor.manufacturer == "Before")
+        #expect(cache.statOnlyHits == 2)
+
+        // Another instance under the same name and number (its files are other inodes, as
+        // kernfs makes them): its stamp differs, so it is read in full.
+        try FileManager.default.moveItem(atPath: sysfs.root + "/1-1", toPath: sysfs.root + "/gone-1-1")
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0002, serial: "NEW\n", manufacturer: "New maker\n")
+        let again = try #require(cache.device(named: "1-1"))
+        #expect(again.descriptor.serial == "NEW")
+        #expect(again.descriptor.product == 0x0002)
+        #expect(cache.statOnlyHits == 2)
+
+        // Gone: the stat fails, and nothing is answered.
+        try sysfs.remove(port: "1-1")
+        #expect(cache.device(named: "1-1") == nil)
+        #expect(cache.count == 0)
+    }
+
+    @Test("An entry whose files are younger than a second still has its device number read")
+    func youngEntriesReadDevnum() throws {
+        let sysfs = try FakeSysfs()
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001)
+        let cache = SysfsCache(SysfsScanner(root: sysfs.root, includeHubs: true), realTime: { 0 })
+        #expect(cache.device(named: "1-1") != nil)
+        #expect(cache.device(named: "1-1") != nil)
+        #expect(cache.count == 1)
+        #expect(cache.statOnlyHits == 0)
     }
 
     @Test("A device read before its configuration has interfaces is not remembered")

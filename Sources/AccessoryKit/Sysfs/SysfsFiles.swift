@@ -53,6 +53,21 @@ enum SysfsFiles {
         var inode: UInt64
         var changed: Int
         var changedNanoseconds: Int
+
+        init(_ st: stat) {
+            self.device = UInt64(st.st_dev)
+            self.inode = UInt64(st.st_ino)
+            self.changed = st.st_ctim.tv_sec
+            self.changedNanoseconds = st.st_ctim.tv_nsec
+        }
+    }
+
+    /// The stamp of the file at `path`, from `stat` (no open, read or close); `nil` when it
+    /// cannot be found, with `errno` saying why.
+    static func stamp(_ path: String) -> FileStamp? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return FileStamp(st)
     }
 
     /// A file's bytes, up to `limit`; `nil` when it cannot be opened or read.
@@ -71,9 +86,7 @@ enum SysfsFiles {
         defer { close(fd) }
         if let stamp {
             var st = stat()
-            stamp.pointee = fstat(fd, &st) == 0
-                ? FileStamp(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), changed: st.st_ctim.tv_sec, changedNanoseconds: st.st_ctim.tv_nsec)
-                : nil
+            stamp.pointee = fstat(fd, &st) == 0 ? FileStamp(st) : nil
         }
         var bytes: [UInt8] = []
         // Attributes are small: one read into a buffer on the stack, and one exact copy.
