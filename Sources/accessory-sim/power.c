@@ -7,7 +7,9 @@
  * VBUS is shared) drops what is on it in the kernel's order, deepest first,
  * and remembers it (topology_park); power back on plugs it again, at the
  * next address, once the port of the half it was on is on. A powered-off device forgets a wedge that a power cycle
- * cures. Main thread, sim.lock not held on entry.
+ * cures. A device's `authorized` (watched too) drops it and brings it back
+ * the same way, with its directory left holding `authorized` meanwhile.
+ * Main thread, sim.lock not held on entry.
  */
 #define _GNU_SOURCE
 #include "power.h"
@@ -38,6 +40,27 @@ static gboolean port_off(const Instance *hub, guint n)
     return n <= 31 && (hub->ports_off & (1u << n));
 }
 
+/* Drops inst and what is behind it in the kernel's order, parking them; a
+ * wedge that step cures is forgotten (sim.lock held on entry, released). */
+static void drop_parked(Instance *inst, Wedge step)
+{
+    GPtrArray *gone = topology_behind(inst); /* the deepest first */
+    g_ptr_array_add(gone, instance_ref(inst));
+    for (guint i = 0; i < gone->len; i++) {
+        Instance *x = g_ptr_array_index(gone, i);
+        Spec spec;
+        spec_copy(&spec, &x->spec);
+        if (spec.wedge <= step)
+            spec.wedge = WEDGE_NONE; /* a power cycle cures every lesser wedge */
+        topology_park(x->port, &spec);
+        spec_clear(&spec);
+    }
+    g_rec_mutex_unlock(&sim.lock);
+    for (guint i = 0; i < gone->len; i++)
+        device_unplug_urbs_first(g_ptr_array_index(gone, i), 0);
+    g_ptr_array_unref(gone);
+}
+
 /* Drops what is on the hub's port n, parking it for the power's return. */
 static void drop_port(Instance *hub, guint n)
 {
@@ -49,21 +72,31 @@ static void drop_port(Instance *hub, guint n)
         g_rec_mutex_unlock(&sim.lock);
         return;
     }
-    GPtrArray *gone = topology_behind(inst); /* the deepest first */
-    g_ptr_array_add(gone, instance_ref(inst));
-    for (guint i = 0; i < gone->len; i++) {
-        Instance *x = g_ptr_array_index(gone, i);
-        Spec spec;
-        spec_copy(&spec, &x->spec);
-        if (spec.wedge != WEDGE_NEVER)
-            spec.wedge = WEDGE_NONE; /* a power cycle cures every lesser wedge */
-        topology_park(x->port, &spec);
-        spec_clear(&spec);
-    }
+    drop_parked(inst, WEDGE_POWER_CYCLE);
+}
+
+/* Plugs what is parked on PORT and behind it, the nearest first, after
+ * removing what a deauthorized device left of its directory. */
+static void plug_parked(const char *port)
+{
+    g_rec_mutex_lock(&sim.lock);
+    GPtrArray *back = topology_unpark(port);
+    char *syspath = topology_syspath(port);
     g_rec_mutex_unlock(&sim.lock);
-    for (guint i = 0; i < gone->len; i++)
-        device_unplug_urbs_first(g_ptr_array_index(gone, i), 0);
-    g_ptr_array_unref(gone);
+    char *stub = tb_path(syspath);
+    tb_remove_tree(stub);
+    g_free(stub);
+    g_free(syspath);
+    for (guint i = 0; i < back->len; i++) {
+        Parked *p = g_ptr_array_index(back, i);
+        char *error = NULL;
+        Instance *fresh = device_plug(&p->spec, p->port, FALSE, &error);
+        if (!fresh) {
+            g_printerr("accessory-sim: %s could not come back: %s\n", p->port, error);
+            g_free(error);
+        }
+    }
+    g_ptr_array_unref(back);
 }
 
 /* Plugs again what was parked on the hub's port n (and behind it). */
@@ -71,21 +104,9 @@ static void restore_port(Instance *hub, guint n)
 {
     if (port_off(hub, n))
         return; /* this half's port is still off: it sees nothing yet */
-    g_rec_mutex_lock(&sim.lock);
     char *child = topology_child_port(hub, n);
-    GPtrArray *back = topology_unpark(child);
+    plug_parked(child);
     g_free(child);
-    g_rec_mutex_unlock(&sim.lock);
-    for (guint i = 0; i < back->len; i++) {
-        Parked *p = g_ptr_array_index(back, i);
-        char *error = NULL;
-        Instance *fresh = device_plug(&p->spec, p->port, FALSE, &error);
-        if (!fresh) {
-            g_printerr("accessory-sim: %s could not come back after power on: %s\n", p->port, error);
-            g_free(error);
-        }
-    }
-    g_ptr_array_unref(back);
 }
 
 /* After the hub's ports in mask changed: the log, the `disable` files, and
@@ -159,9 +180,50 @@ static void on_hub_request(int bus, int addr, guint32 mask, gboolean on)
     instance_unref(hub);
 }
 
-/* A client wrote a watched file: DIR/disable of a hub port ("…/1-1-port4"). */
+/* A device's `authorized` written: 0 drops it (and what is behind it) in the
+ * kernel's order and leaves its directory with only `authorized` in it; 1
+ * there plugs it again at the next address. A reauthorization cures the
+ * wedges that a reset or a reauthorization cures. */
+static void on_authorized(const char *dir)
+{
+    const char *base = strrchr(dir, '/');
+    int value = watch_read_flag(dir, "authorized");
+    if (!base || (value != 0 && value != 1))
+        return;
+    char *port = g_strdup(base + 1);
+    g_rec_mutex_lock(&sim.lock);
+    Instance *inst = topology_at_port(port);
+    char *mine = inst ? tb_path(inst->syspath) : NULL;
+    gboolean present = mine && strcmp(mine, dir) == 0;
+    g_free(mine);
+    if (value == 0 && present) {
+        char *syspath = g_strdup(inst->syspath);
+        drop_parked(inst, WEDGE_REAUTHORIZE); /* releases sim.lock */
+        char *stub = tb_path(syspath);
+        tb_mkdir_p(stub);
+        tb_attr(stub, "authorized", "0\n");
+        watch_dir(stub);
+        sim_log("deauthorized %s", port);
+        g_free(stub);
+        g_free(syspath);
+    } else if (value == 1 && !inst) {
+        g_rec_mutex_unlock(&sim.lock);
+        sim_log("authorized %s again", port);
+        plug_parked(port);
+    } else {
+        g_rec_mutex_unlock(&sim.lock);
+    }
+    g_free(port);
+}
+
+/* A client wrote a watched file: DIR/disable of a hub port ("…/1-1-port4"),
+ * or DIR/authorized of a device. */
 static void on_write(const char *dir, const char *name)
 {
+    if (strcmp(name, "authorized") == 0) {
+        on_authorized(dir);
+        return;
+    }
     if (strcmp(name, "disable") != 0)
         return;
     const char *base = strrchr(dir, '/');
