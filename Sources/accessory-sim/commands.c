@@ -22,7 +22,7 @@ static const struct {
     const char *usage; /* its line of "help", and what its "error usage:" says */
 } commands[] = {
     {"plug", cmd_plug, "plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,noname][,android] [--port P] [--silent]"},
-    {"plug-hub", cmd_plug_hub, "plug-hub PORT NPORTS [--power per-port|ganged|none] [--usb3]"},
+    {"plug-hub", cmd_plug_hub, "plug-hub PORT NPORTS [--power per-port|ganged|none] [--usb3] [--no-disable]"},
     {"unplug", cmd_unplug, "unplug BUS:ADDRESS [--silent | --urbs-first [--uevent-delay MS]]"},
     {"replug", cmd_replug, "replug BUS:ADDRESS [--silent]"},
     {"storm", cmd_storm, "storm BUS:ADDRESS N [--lossy SEED]"},

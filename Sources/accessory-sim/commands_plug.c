@@ -50,19 +50,22 @@ void cmd_plug(gchar **argv, GString *out, const char *usage)
     reply_instance(out, inst);
 }
 
-/* plug-hub PORT NPORTS [--power per-port|ganged|none] [--usb3]: a USB 2.0 hub
- * (class 9) with NPORTS downstream ports; with --usb3 also its SuperSpeed
- * half at the same place on the next bus, the ports linked by `peer`. */
+/* plug-hub PORT NPORTS [--power per-port|ganged|none] [--usb3] [--no-disable]:
+ * a USB 2.0 hub (class 9) with NPORTS downstream ports; with --usb3 also its
+ * SuperSpeed half at the same place on the next bus, the ports linked by
+ * `peer`; --no-disable: its ports have no sysfs `disable` (before Linux 6.0). */
 void cmd_plug_hub(gchar **argv, GString *out, const char *usage)
 {
     char *end = NULL;
     PowerSwitching power = POWER_PER_PORT;
-    gboolean usb3 = FALSE, ok = argv[1] && argv[2];
+    gboolean usb3 = FALSE, no_disable = FALSE, ok = argv[1] && argv[2];
     guint64 n = ok ? g_ascii_strtoull(argv[2], &end, 10) : 0;
     ok = ok && end && !*end && end != argv[2] && n >= 1 && n <= 31;
     for (int i = 3; ok && argv[i]; i++) {
         if (strcmp(argv[i], "--usb3") == 0)
             usb3 = TRUE;
+        else if (strcmp(argv[i], "--no-disable") == 0)
+            no_disable = TRUE;
         else if (strcmp(argv[i], "--power") == 0 && argv[i + 1]) {
             const char *p = argv[++i];
             if (strcmp(p, "per-port") == 0)
@@ -81,7 +84,7 @@ void cmd_plug_hub(gchar **argv, GString *out, const char *usage)
         return;
     }
     Spec spec = {.vid = 0x05e3, .pid = usb3 ? 0x0610 : 0x0608, .kind = KIND_HUB, .hub_ports = (guint8)n,
-                 .power = power, .paired = usb3};
+                 .power = power, .paired = usb3, .no_disable = no_disable};
     char *err = NULL;
     char *peer_port = NULL;
     if (usb3) {

@@ -193,7 +193,8 @@ static void write_hub_ports(const Instance *inst, const char *dir)
         char *name = topology_port_dir_name(inst, i);
         char *pdir = g_build_filename(dir, inst->ifnames[0], name, NULL);
         tb_mkdir_p(pdir);
-        tb_attr(pdir, "disable", "%d\n", i <= 31 && (inst->ports_off & (1u << i)) ? 1 : 0);
+        if (!inst->spec.no_disable)
+            tb_attr(pdir, "disable", "%d\n", i <= 31 && (inst->ports_off & (1u << i)) ? 1 : 0);
         tb_attr(pdir, "connect_type", "hotplug\n");
         g_free(pdir);
         g_free(name);
@@ -231,7 +232,7 @@ char *materialize_port_dir(const Instance *hub, guint n)
 void materialize_port_disable(const Instance *hub, guint n, gboolean off)
 {
     char *dir = materialize_port_dir(hub, n);
-    if (watch_read_flag(dir, "disable") != (off ? 1 : 0))
+    if (!hub->spec.no_disable && watch_read_flag(dir, "disable") != (off ? 1 : 0))
         tb_attr(dir, "disable", "%d\n", off ? 1 : 0);
     g_free(dir);
 }

@@ -136,5 +136,6 @@ void spec_copy(Spec *dst, const Spec *src)
     dst->power = src->power;
     dst->superspeed = src->superspeed;
     dst->paired = src->paired;
+    dst->no_disable = src->no_disable;
     dst->wedge = src->wedge;
 }

@@ -76,6 +76,7 @@ typedef struct {
     gboolean superspeed;  /* KIND_HUB: the USB 3 half of a hub (descriptor type 0x2A) */
     gboolean paired;      /* KIND_HUB: one half of a USB 3 hub; the other is at the same
                            * place on the next bus (SuperSpeed) or the one before */
+    gboolean no_disable;  /* KIND_HUB: its ports have no sysfs `disable` (a kernel before 6.0) */
     Wedge wedge;          /* "wedge": transfers time out until this step (travels with the device) */
 } Spec;
 
