@@ -80,12 +80,18 @@ static void drop_port(Instance *hub, guint n)
 static void plug_parked(const char *port)
 {
     g_rec_mutex_lock(&sim.lock);
+    if (topology_at_port(port)) {
+        g_rec_mutex_unlock(&sim.lock);
+        return; /* still there (its port never lost power): nothing comes back */
+    }
     GPtrArray *back = topology_unpark(port);
     char *syspath = topology_syspath(port);
     g_rec_mutex_unlock(&sim.lock);
-    char *stub = tb_path(syspath);
-    tb_remove_tree(stub);
-    g_free(stub);
+    if (back->len > 0) {
+        char *stub = tb_path(syspath);
+        tb_remove_tree(stub);
+        g_free(stub);
+    }
     g_free(syspath);
     for (guint i = 0; i < back->len; i++) {
         Parked *p = g_ptr_array_index(back, i);

@@ -28,6 +28,9 @@
 
 /* Buses (host controllers, each with its root hub usbN): --buses N, 1-16. */
 #define SIM_MAX_BUSES 16
+/* A root hub's ports in its hub descriptor, with sysfs port directories and
+ * power switching (ports 1-31: a hub's power state is a 32-bit mask). */
+#define SIM_ROOT_HUB_PORTS 31
 /* The most interfaces an instance has (a kind's descriptors decide how many,
  * up to this; 18d1:2d01 has two). Claims, kernel drivers and the sysfs
  * interface directories are per interface. */

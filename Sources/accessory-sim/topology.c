@@ -54,7 +54,7 @@ static void parked_free(gpointer p)
 
 guint topology_hub_ports(const Instance *hub)
 {
-    return hub->root_hub ? 15 : hub->spec.hub_ports;
+    return hub->root_hub ? SIM_ROOT_HUB_PORTS : hub->spec.hub_ports;
 }
 
 char *topology_port_dir_name(const Instance *hub, guint n)

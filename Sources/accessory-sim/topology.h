@@ -18,7 +18,9 @@ char *topology_hcd_syspath(int bus);
  * them ("usbN" for a root hub); sim.lock held. */
 char *topology_syspath(const char *port);
 
-/* A hub's downstream ports (a root hub's: 15, as its hub descriptor says). */
+/* A hub's downstream ports (a root hub's: SIM_ROOT_HUB_PORTS, as its hub
+ * descriptor says; devices plug on root ports up to 255, but only these have a
+ * port directory and switch power). */
 guint topology_hub_ports(const Instance *hub);
 /* The name of a hub's port N in sysfs: "1-1-port4", "usb1-port3". */
 char *topology_port_dir_name(const Instance *hub, guint n);
