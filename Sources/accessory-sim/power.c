@@ -4,7 +4,8 @@
  * `disable` (watch.c tells); the hub's power switching decides which ports
  * change (hub_switch). Every change is logged ("PORT off", "PORT on"). A
  * port whose power is really off (both halves' ports, on a USB 3 hub, as
- * VBUS is shared) drops what is on it in the kernel's order, deepest first,
+ * VBUS is shared) drops what is on it in the kernel's order, deepest first
+ * (the remove uevent --kernel-order=MS late),
  * and remembers it (topology_park); power back on plugs it again, at the
  * next address, once the port of the half it was on is on. A powered-off device forgets a wedge that a power cycle
  * cures. A device's `authorized` (watched too) drops it and brings it back
@@ -57,7 +58,7 @@ static void drop_parked(Instance *inst, Wedge step)
     }
     g_rec_mutex_unlock(&sim.lock);
     for (guint i = 0; i < gone->len; i++)
-        device_unplug_urbs_first(g_ptr_array_index(gone, i), 0);
+        device_unplug_urbs_first(g_ptr_array_index(gone, i), sim.kernel_order_ms > 0 ? (guint)sim.kernel_order_ms : 0);
     g_ptr_array_unref(gone);
 }
 
@@ -115,9 +116,10 @@ static void restore_port(Instance *hub, guint n)
     g_free(child);
 }
 
-/* After the hub's ports in mask changed: the log, the `disable` files, and
- * the devices. */
-static void apply(Instance *hub, guint32 mask, gboolean on)
+/* After the hub's ports in mask changed: the log, the `disable` files (but
+ * that of port `written`, which a client wrote and may have written again
+ * since), and the devices. */
+static void apply(Instance *hub, guint32 mask, gboolean on, guint written)
 {
     for (guint n = 1; n <= 31; n++) {
         if (!(mask & (1u << n)))
@@ -132,7 +134,8 @@ static void apply(Instance *hub, guint32 mask, gboolean on)
         g_rec_mutex_unlock(&sim.lock);
         sim_log("port %s powered %s%s", child, on ? "on" : "off", peer && !really_off ? " (its peer still powers it)" : "");
         g_free(child);
-        materialize_port_disable(hub, n, !on);
+        if (n != written)
+            materialize_port_disable(hub, n, !on);
         if (!on && really_off) {
             drop_port(hub, n);
             if (peer)
@@ -147,13 +150,14 @@ static void apply(Instance *hub, guint32 mask, gboolean on)
     }
 }
 
-static void switch_hub_port(Instance *hub, guint n, gboolean on)
+static guint32 switch_hub_port(Instance *hub, guint n, gboolean on, guint written)
 {
     g_rec_mutex_lock(&sim.lock);
     guint32 changed = hub_switch(hub, n, on);
     g_rec_mutex_unlock(&sim.lock);
     if (changed)
-        apply(hub, changed, on);
+        apply(hub, changed, on, written);
+    return changed;
 }
 
 gboolean power_switch(const char *port, gboolean on, char **error)
@@ -170,7 +174,7 @@ gboolean power_switch(const char *port, gboolean on, char **error)
             instance_unref(hub);
         return FALSE;
     }
-    switch_hub_port(hub, (guint)n, on);
+    switch_hub_port(hub, (guint)n, on, 0);
     instance_unref(hub);
     return TRUE;
 }
@@ -182,7 +186,7 @@ static void on_hub_request(int bus, int addr, guint32 mask, gboolean on)
     if (!hub || !is_hub(hub))
         return; /* unplugged in the meantime */
     instance_ref(hub);
-    apply(hub, mask, on);
+    apply(hub, mask, on, 0);
     instance_unref(hub);
 }
 
@@ -255,10 +259,9 @@ static void on_write(const char *dir, const char *name)
     g_free(hub_port);
     if (!hub)
         return;
-    if (n >= 1 && n <= topology_hub_ports(hub)) {
-        switch_hub_port(hub, n, value == 0);
+    if (n >= 1 && n <= topology_hub_ports(hub) && !switch_hub_port(hub, n, value == 0, n) &&
+        watch_read_flag(dir, name) == value && port_off(hub, n) != (value == 1))
         materialize_port_disable(hub, n, port_off(hub, n)); /* what is, on a hub that did not switch */
-    }
     instance_unref(hub);
 }
 
@@ -269,7 +272,7 @@ void power_vanish(Instance *inst, gboolean back_on_cycle)
         topology_park(inst->port, &inst->spec);
         g_rec_mutex_unlock(&sim.lock);
     }
-    device_unplug_urbs_first(inst, 0);
+    device_unplug_urbs_first(inst, sim.kernel_order_ms > 0 ? (guint)sim.kernel_order_ms : 0);
 }
 
 void power_init(void)

@@ -10,9 +10,15 @@ extension AccessoryManager {
         try await host.setPortPower(port, on: on)
     }
 
-    /// Switches one port off, waits `pause`, and switches it on again: a power cycle.
+    /// Switches one port off, waits until the device on it has left (up to 2 s), then
+    /// `pause`, and switches it on again: a power cycle.
     package nonisolated func cyclePortPower(_ port: String, pause: Duration = .seconds(2)) async throws(AccessoryError) -> [PortPowerReport] {
         let off = try await host.setPortPower(port, on: false)
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(2)
+        while host.device(named: port) != nil && clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
         try? await Task.sleep(for: pause)
         let on = try await host.setPortPower(port, on: true)
         return [off, on]

@@ -116,7 +116,7 @@ struct HubPorts: Sendable {
     }
 
     /// A logical disconnect and re-enumeration: the device's `authorized` to 0, then (once
-    /// its interfaces are gone, up to 2 s) 1.
+    /// it reads 0 and the interfaces are gone, up to 2 s) 1.
     func reauthorize(port: String) async throws(AccessoryError) {
         let dir = files.deviceDirectory(port)
         let vendor = SysfsFiles.integer(dir + "/idVendor", radix: 16, as: UInt16.self)
@@ -125,10 +125,14 @@ struct HubPorts: Sendable {
             throw AccessoryError(.notFound, "no device on port \(port)", operation: "reauthorize")
         }
         try files.write("0", to: dir + "/authorized", rule: rule)
-        let interfaces = { (SysfsFiles.list(dir) ?? []).contains { $0.hasPrefix(port + ":") } }
+        // Deauthorized: `authorized` reads 0 and the interfaces are gone.
+        let deauthorized = {
+            SysfsFiles.integer(dir + "/authorized", as: Int.self) == 0
+                && !(SysfsFiles.list(dir) ?? []).contains { $0.hasPrefix(port + ":") }
+        }
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(2)
-        while interfaces() && clock.now < deadline {
+        while !deauthorized() && clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
         try files.write("1", to: dir + "/authorized", rule: rule)
