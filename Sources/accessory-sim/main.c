@@ -101,7 +101,8 @@ static void usage(FILE *f)
             "  uevent-check                                             ok sockets=N (error: a shared uevent socket)\n"
             "  help\n"
             "\n"
-            "sysfs: a hub port's `disable` (…/1-1:1.0/1-1-port4/disable) is writable: 1 powers the port off, 0 on.\n");
+            "sysfs: a hub port's `disable` (…/1-1:1.0/1-1-port4/disable) is writable: 1 powers the port off, 0 on;\n"
+            "a device's `authorized` too: 0 removes it (the file stays), 1 brings it back at the next address.\n");
 }
 
 
