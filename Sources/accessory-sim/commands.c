@@ -22,12 +22,16 @@ static const struct {
     const char *usage; /* its line of "help", and what its "error usage:" says */
 } commands[] = {
     {"plug", cmd_plug, "plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,noname][,android] [--port P] [--silent]"},
-    {"plug-hub", cmd_plug_hub, "plug-hub PORT NPORTS"},
+    {"plug-hub", cmd_plug_hub, "plug-hub PORT NPORTS [--power per-port|ganged|none] [--usb3] [--no-disable]"},
     {"unplug", cmd_unplug, "unplug BUS:ADDRESS [--silent | --urbs-first [--uevent-delay MS]]"},
     {"replug", cmd_replug, "replug BUS:ADDRESS [--silent]"},
     {"storm", cmd_storm, "storm BUS:ADDRESS N [--lossy SEED]"},
     {"fault", cmd_fault, "fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none"},
     {"list", cmd_list, "list"},
+    {"power", cmd_power, "power PORT on|off"},
+    {"power-log", cmd_power_log, "power-log"},
+    {"wedge", cmd_wedge, "wedge BUS:ADDRESS --cured-by reset|reauthorize|power-cycle|never"},
+    {"vanish", cmd_vanish, "vanish BUS:ADDRESS --back-on power-cycle|never"},
     {"aoa-strings", cmd_aoa_strings, "aoa-strings BUS:ADDRESS"},
     {"ioctl-log", cmd_ioctl_log, "ioctl-log BUS:ADDRESS"},
     {"kernel-driver", cmd_kernel_driver, "kernel-driver BUS:ADDRESS IFACE NAME|-"},

@@ -29,4 +29,7 @@ CommandFn cmd_plug, cmd_plug_hub, cmd_unplug, cmd_replug, cmd_storm, cmd_list;
 /* commands_device.c: one device's faults and pretend drivers, and what it saw */
 CommandFn cmd_fault, cmd_kernel_driver, cmd_ioctl_log, cmd_aoa_strings;
 
+/* commands_power.c: port power, and devices that need it */
+CommandFn cmd_power, cmd_power_log, cmd_wedge, cmd_vanish;
+
 #endif

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "commands_internal.h"
 #include "devices.h"
+#include "materialize.h"
 #include "topology.h"
 
 #include <stdlib.h>
@@ -49,20 +50,73 @@ void cmd_plug(gchar **argv, GString *out, const char *usage)
     reply_instance(out, inst);
 }
 
-/* plug-hub PORT NPORTS: a USB 2.0 hub (class 9) with NPORTS downstream ports. */
+/* plug-hub PORT NPORTS [--power per-port|ganged|none] [--usb3] [--no-disable]:
+ * a USB 2.0 hub (class 9) with NPORTS downstream ports; with --usb3 also its
+ * SuperSpeed half at the same place on the next bus, the ports linked by
+ * `peer`; --no-disable: its ports have no sysfs `disable` (before Linux 6.0). */
 void cmd_plug_hub(gchar **argv, GString *out, const char *usage)
 {
     char *end = NULL;
-    guint64 n = argv[1] && argv[2] ? g_ascii_strtoull(argv[2], &end, 10) : 0;
-    if (!argv[1] || !argv[2] || argv[3] || !end || *end || end == argv[2] || n < 1 || n > 31) {
+    PowerSwitching power = POWER_PER_PORT;
+    gboolean usb3 = FALSE, no_disable = FALSE, ok = argv[1] && argv[2];
+    guint64 n = ok ? g_ascii_strtoull(argv[2], &end, 10) : 0;
+    ok = ok && end && !*end && end != argv[2] && n >= 1 && n <= 31;
+    for (int i = 3; ok && argv[i]; i++) {
+        if (strcmp(argv[i], "--usb3") == 0)
+            usb3 = TRUE;
+        else if (strcmp(argv[i], "--no-disable") == 0)
+            no_disable = TRUE;
+        else if (strcmp(argv[i], "--power") == 0 && argv[i + 1]) {
+            const char *p = argv[++i];
+            if (strcmp(p, "per-port") == 0)
+                power = POWER_PER_PORT;
+            else if (strcmp(p, "ganged") == 0)
+                power = POWER_GANGED;
+            else if (strcmp(p, "none") == 0)
+                power = POWER_NONE;
+            else
+                ok = FALSE;
+        } else
+            ok = FALSE;
+    }
+    if (!ok) {
         g_string_append_printf(out, "error usage: %s (NPORTS 1-31)\n", usage);
         return;
     }
-    Spec spec = {.vid = 0x05e3, .pid = 0x0608, .kind = KIND_HUB, .hub_ports = (guint8)n};
+    Spec spec = {.vid = 0x05e3, .pid = usb3 ? 0x0610 : 0x0608, .kind = KIND_HUB, .hub_ports = (guint8)n,
+                 .power = power, .paired = usb3, .no_disable = no_disable};
     char *err = NULL;
+    char *peer_port = NULL;
+    if (usb3) {
+        int bus = topology_bus_of(argv[1]);
+        const char *dash = strchr(argv[1], '-');
+        if (!dash || bus < 1 || bus + 1 > sim.nbuses) {
+            reply_error(out, g_strdup_printf("a USB 3 hub's SuperSpeed half goes on the next bus: start with --buses %d", bus + 1));
+            return;
+        }
+        peer_port = g_strdup_printf("%d%s", bus + 1, dash);
+    }
     Instance *inst = device_plug(&spec, argv[1], FALSE, &err);
     if (!inst) {
+        g_free(peer_port);
         reply_error(out, err);
+        return;
+    }
+    if (usb3) {
+        Spec ss = spec;
+        ss.pid = 0x0626;
+        ss.superspeed = TRUE;
+        Instance *peer = device_plug(&ss, peer_port, FALSE, &err);
+        if (!peer) {
+            device_unplug(inst, FALSE);
+            g_free(peer_port);
+            reply_error(out, err);
+            return;
+        }
+        materialize_peer_links(inst, peer);
+        g_string_append_printf(out, "ok %d %d %s %d %d %s\n", inst->bus, inst->addr, inst->port, peer->bus, peer->addr,
+                               peer->port);
+        g_free(peer_port);
         return;
     }
     reply_instance(out, inst);

@@ -77,7 +77,7 @@ int ctl_client_main(int argc, char **argv)
     int rc;
     if (g_str_has_prefix(reply->str, "error"))
         rc = 1;
-    else if (g_str_has_prefix(reply->str, "ok") || strcmp(argv[0], "list") == 0
+    else if (g_str_has_prefix(reply->str, "ok") || strcmp(argv[0], "list") == 0 || strcmp(argv[0], "power-log") == 0
              || (strcmp(argv[0], "aoa-strings") == 0 && !g_str_has_prefix(reply->str, "error")))
         rc = 0;
     else {

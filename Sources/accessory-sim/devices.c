@@ -167,6 +167,9 @@ void device_unplug(Instance *inst, gboolean silent)
         for (guint i = 0; i < children->len; i++)
             device_unplug(g_ptr_array_index(children, i), silent); /* a hub among them finds its children gone already */
         g_ptr_array_unref(children);
+        g_rec_mutex_lock(&sim.lock);
+        topology_drop_parked_behind(inst->port); /* waiting for a port that goes with it */
+        g_rec_mutex_unlock(&sim.lock);
     }
     if (!silent && sim.kernel_order_ms >= 0) {
         device_unplug_urbs_first(inst, (guint)sim.kernel_order_ms);

@@ -20,6 +20,15 @@ void hub_strings(const Instance *inst, char *strings[8]);
 /* A hub class request (worker thread, sim.lock held): IN data bytes written
  * to in_data (at most avail), 0 for OUT, -EPIPE for a stall. */
 int hub_control(Instance *inst, const guint8 *setup, guint8 *in_data, gsize avail);
+/* The hub's wHubCharacteristics. */
+guint16 hub_characteristics(const Instance *hub);
+/* Switches port (1-31) on or off as the hub's power switching allows (all
+ * ports when ganged, none when it has none): the ports whose power changed,
+ * as a bit mask (sim.lock held). The caller acts on them. */
+guint32 hub_switch(Instance *hub, guint port, gboolean on);
+/* Called (main thread, sim.lock not held) after a PORT_POWER request to the
+ * hub at BUS:ADDR changed the ports in mask. */
+void hub_set_power_handler(void (*handler)(int bus, int addr, guint32 mask, gboolean on));
 
 /* android.c: Android Open Accessory 2 (kinds KIND_PHONE and KIND_PHONE_ACCESSORY) */
 GBytes *android_descriptors(const Spec *spec);

@@ -42,6 +42,7 @@
 #define _GNU_SOURCE
 #include "control.h"
 #include "devices.h"
+#include "power.h"
 #include "process.h"
 #include "uevent_guard.h"
 
@@ -78,18 +79,30 @@ static void usage(FILE *f)
             "ctl commands:\n"
             "  plug VID:PID[:SERIAL[:PROTOCOL]][,interface=N][,interrupt][,noname][,android] [--port P] [--silent]\n"
             "                                                           ok BUS ADDRESS PORT\n"
-            "  plug-hub PORT NPORTS                                     ok BUS ADDRESS PORT (a hub; plug behind it at PORT.N)\n"
+            "  plug-hub PORT NPORTS [--power per-port|ganged|none] [--usb3] [--no-disable]\n"
+            "                                                           ok BUS ADDRESS PORT (a hub; plug behind it at PORT.N;\n"
+            "                                                           --usb3 adds its SuperSpeed half on the next bus:\n"
+            "                                                           ok BUS ADDRESS PORT BUS2 ADDRESS2 PORT2;\n"
+            "                                                           --no-disable: no port `disable` files, as before Linux 6.0)\n"
             "  unplug BUS:ADDRESS [--silent]                            ok (a hub: the devices behind it first, deepest first)\n"
             "  unplug BUS:ADDRESS --urbs-first [--uevent-delay MS]      ok (URBs fail, then sysfs, then the uevent)\n"
             "  replug BUS:ADDRESS [--silent]                            ok BUS ADDRESS PORT\n"
             "  storm BUS:ADDRESS N                                      ok BUS ADDRESS PORT\n"
             "  fault BUS:ADDRESS stall|timeout|unplug-after=BYTES|no-node|none  ok\n"
             "  list                                                     BUS ADDRESS PORT VID:PID SERIAL per line (hubs too)\n"
+            "  power PORT on|off                                        ok (as a PORT_POWER request to PORT's hub)\n"
+            "  power-log                                                PORT off|on per line, every power change so far\n"
+            "  wedge BUS:ADDRESS --cured-by reset|reauthorize|power-cycle|never\n"
+            "                                                           ok (transfers time out until that step)\n"
+            "  vanish BUS:ADDRESS --back-on power-cycle|never           ok (leaves; back when its port is power-cycled)\n"
             "  aoa-strings BUS:ADDRESS                                  INDEX STRING, six lines\n"
             "  ioctl-log BUS:ADDRESS                                    ok open=N claimed=LIST released=N ...\n"
             "  kernel-driver BUS:ADDRESS IFACE NAME|-                   ok\n"
             "  uevent-check                                             ok sockets=N (error: a shared uevent socket)\n"
-            "  help\n");
+            "  help\n"
+            "\n"
+            "sysfs: a hub port's `disable` (…/1-1:1.0/1-1-port4/disable) is writable: 1 powers the port off, 0 on;\n"
+            "a device's `authorized` too: 0 removes it (the file stays), 1 brings it back at the next address.\n");
 }
 
 
@@ -357,6 +370,7 @@ static int run_main(int argc, char **argv)
     }
     loop = g_main_loop_new(NULL, FALSE);
     devices_init(first_address, nbuses);
+    power_init();
 
     rc = 0;
     for (guint k = 0; k < specs->len; k++) {

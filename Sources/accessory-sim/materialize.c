@@ -20,6 +20,7 @@
 #include "testbed.h"
 #include "topology.h"
 #include "uevent_guard.h"
+#include "watch.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -135,7 +136,7 @@ static void write_device_attributes(const Instance *inst, const char *dir)
     tb_attr(dir, "bMaxPower", "%dmA\n", cfg[8] * 2);
     tb_attr(dir, "configuration", "\n");
     tb_attr(dir, "version", "%2x.%02x\n", d[3], d[2]);
-    tb_attr(dir, "speed", "480\n");
+    tb_attr(dir, "speed", "%s\n", inst->spec.superspeed ? "5000" : "480");
     tb_attr(dir, "authorized", "1\n");
     tb_attr(dir, "rx_lanes", "1\n");
     tb_attr(dir, "tx_lanes", "1\n");
@@ -180,6 +181,82 @@ static void write_interface(const Instance *inst, unsigned int slot, const char 
     g_free(ifup);
     g_free(ifdir);
     g_free(ifpath);
+}
+
+/* A hub's port directories in its interface's directory (below dir): each
+ * with a writable `disable` (Linux 6.0: 1 powers the port off) and its
+ * connect_type. */
+static void write_hub_ports(const Instance *inst, const char *dir)
+{
+    guint n = topology_hub_ports(inst);
+    for (guint i = 1; i <= n; i++) {
+        char *name = topology_port_dir_name(inst, i);
+        char *pdir = g_build_filename(dir, inst->ifnames[0], name, NULL);
+        tb_mkdir_p(pdir);
+        if (!inst->spec.no_disable)
+            tb_attr(pdir, "disable", "%d\n", i <= 31 && (inst->ports_off & (1u << i)) ? 1 : 0);
+        tb_attr(pdir, "connect_type", "hotplug\n");
+        g_free(pdir);
+        g_free(name);
+    }
+}
+
+/* Watches the hub's port directories and the device's own (for `disable` and
+ * `authorized`), once in place. */
+static void watch_device(const Instance *inst, const char *final_dir)
+{
+    if (!inst->root_hub)
+        watch_dir(final_dir);
+    if (!is_hub(inst) || inst->nifaces == 0)
+        return;
+    guint n = topology_hub_ports(inst);
+    for (guint i = 1; i <= n; i++) {
+        char *name = topology_port_dir_name(inst, i);
+        char *pdir = g_build_filename(final_dir, inst->ifnames[0], name, NULL);
+        watch_dir(pdir);
+        g_free(pdir);
+        g_free(name);
+    }
+}
+
+char *materialize_port_dir(const Instance *hub, guint n)
+{
+    char *name = topology_port_dir_name(hub, n);
+    char *rel = g_strdup_printf("%s/%s/%s", hub->syspath, hub->ifnames[0], name);
+    char *dir = tb_path(rel);
+    g_free(rel);
+    g_free(name);
+    return dir;
+}
+
+void materialize_port_disable(const Instance *hub, guint n, gboolean off)
+{
+    char *dir = materialize_port_dir(hub, n);
+    if (!hub->spec.no_disable && watch_read_flag(dir, "disable") != (off ? 1 : 0))
+        tb_attr(dir, "disable", "%d\n", off ? 1 : 0);
+    g_free(dir);
+}
+
+void materialize_peer_links(const Instance *a, const Instance *b)
+{
+    guint n = MIN(topology_hub_ports(a), topology_hub_ports(b));
+    for (int side = 0; side < 2; side++) {
+        const Instance *from = side ? b : a, *to = side ? a : b;
+        for (guint i = 1; i <= n; i++) {
+            char *name = topology_port_dir_name(from, i);
+            char *to_name = topology_port_dir_name(to, i);
+            char *from_sys = g_strdup_printf("%s/%s/%s", from->syspath, from->ifnames[0], name);
+            char *up = tb_up_to_sys(from_sys);
+            char *dir = tb_path(from_sys);
+            /* relative, as the kernel's: ../../../../usb2/2-1/2-1:1.0/2-1-port2 */
+            tb_link(dir, "peer", "%s%s/%s/%s", up, to->syspath + strlen("/sys/"), to->ifnames[0], to_name);
+            g_free(dir);
+            g_free(up);
+            g_free(from_sys);
+            g_free(to_name);
+            g_free(name);
+        }
+    }
 }
 
 /* The /dev node (usbfs shows the descriptors) and its major:minor for the
@@ -236,6 +313,8 @@ static void write_device(Instance *inst)
     write_device_attributes(inst, dir);
     for (unsigned int slot = 0; slot < inst->nifaces; slot++)
         write_interface(inst, slot, dir);
+    if (is_hub(inst) && inst->nifaces > 0)
+        write_hub_ports(inst, dir);
     write_node(inst);
 
     /* into place */
@@ -244,6 +323,7 @@ static void write_device(Instance *inst)
     g_free(parent);
     if (rename(dir, final_dir) < 0)
         g_printerr("accessory-sim: cannot move %s into place: %s\n", dir, g_strerror(errno));
+    watch_device(inst, final_dir);
     list_device(inst);
 
     g_free(final_dir);

@@ -25,4 +25,11 @@ void materialize_remove_node(Instance *inst);
  * (any thread, sim.lock held). */
 void materialize_driver_link(Instance *inst, int slot, const char *driver);
 
+/* A hub's port N directory in the testbed (absolute path). */
+char *materialize_port_dir(const Instance *hub, guint n);
+/* Writes the port's `disable` as OFF says, unless it says so already. */
+void materialize_port_disable(const Instance *hub, guint n, gboolean off);
+/* The `peer` links between the ports of a USB 3 hub's two halves. */
+void materialize_peer_links(const Instance *a, const Instance *b);
+
 #endif

@@ -133,4 +133,9 @@ void spec_copy(Spec *dst, const Spec *src)
     dst->noname = src->noname;
     dst->kind = src->kind;
     dst->hub_ports = src->hub_ports;
+    dst->power = src->power;
+    dst->superspeed = src->superspeed;
+    dst->paired = src->paired;
+    dst->no_disable = src->no_disable;
+    dst->wedge = src->wedge;
 }

@@ -28,6 +28,9 @@
 
 /* Buses (host controllers, each with its root hub usbN): --buses N, 1-16. */
 #define SIM_MAX_BUSES 16
+/* A root hub's ports in its hub descriptor, with sysfs port directories and
+ * power switching (ports 1-31: a hub's power state is a 32-bit mask). */
+#define SIM_ROOT_HUB_PORTS 31
 /* The most interfaces an instance has (a kind's descriptors decide how many,
  * up to this; 18d1:2d01 has two). Claims, kernel drivers and the sysfs
  * interface directories are per interface. */
@@ -45,6 +48,23 @@ typedef enum {
     KIND_HUB              /* "plug-hub": a USB 2.0 hub with hub_ports downstream ports */
 } Kind;
 
+/* How a hub's ports switch power (its descriptor's wHubCharacteristics bits 1:0). */
+typedef enum {
+    POWER_PER_PORT = 0, /* 01: one by one (the default) */
+    POWER_GANGED,       /* 00: all ports together */
+    POWER_NONE          /* 1x: not at all */
+} PowerSwitching;
+
+/* The recovery step that cures a wedged device ("wedge --cured-by"); a step
+ * cures it when it is this one or a later one. */
+typedef enum {
+    WEDGE_NONE = 0,
+    WEDGE_RESET,
+    WEDGE_REAUTHORIZE,
+    WEDGE_POWER_CYCLE,
+    WEDGE_NEVER
+} Wedge;
+
 typedef struct {
     guint16 vid;
     guint16 pid;
@@ -55,6 +75,12 @@ typedef struct {
     gboolean noname;    /* ",noname": iInterface 0, the interface has no string */
     Kind kind;
     guint8 hub_ports; /* KIND_HUB: downstream ports */
+    PowerSwitching power; /* KIND_HUB: how its ports switch */
+    gboolean superspeed;  /* KIND_HUB: the USB 3 half of a hub (descriptor type 0x2A) */
+    gboolean paired;      /* KIND_HUB: one half of a USB 3 hub; the other is at the same
+                           * place on the next bus (SuperSpeed) or the one before */
+    gboolean no_disable;  /* KIND_HUB: its ports have no sysfs `disable` (a kernel before 6.0) */
+    Wedge wedge;          /* "wedge": transfers time out until this step (travels with the device) */
 } Spec;
 
 /* The interfaces of an instance live in slots 0..nifaces-1 of the
@@ -120,6 +146,9 @@ struct Instance {
     guint opens, claims, releases, dropped, resets, urbs;
     guint bulk_urbs, interrupt_urbs, control_urbs;
     guint64 bytes_out, bytes_in;
+
+    /* hubs: bit n set = port n powered off (ports 1-31) */
+    guint32 ports_off;
 };
 
 typedef struct {
@@ -136,6 +165,10 @@ typedef struct {
     /* --kernel-order[=MS]: every plain unplug (unplug, replug, storm) goes in the
      * kernel's order, the uevent MS ms late; < 0: off (the contract's plain order). */
     int kernel_order_ms;
+    /* Port power: one "PORT off" / "PORT on" line per change, in order ("ctl power-log"),
+     * and the devices waiting on unpowered ports (topology.c's parked list). */
+    GPtrArray *power_log; /* char* */
+    GPtrArray *parked;    /* Parked* */
 } Sim;
 
 extern Sim sim;

@@ -44,9 +44,34 @@ static int last_port(const char *port)
     return atoi(dot ? dot + 1 : dash ? dash + 1 : port);
 }
 
+static void parked_free(gpointer p)
+{
+    Parked *parked = p;
+    g_free(parked->port);
+    spec_clear(&parked->spec);
+    g_free(parked);
+}
+
+guint topology_hub_ports(const Instance *hub)
+{
+    return hub->root_hub ? SIM_ROOT_HUB_PORTS : hub->spec.hub_ports;
+}
+
+char *topology_port_dir_name(const Instance *hub, guint n)
+{
+    return g_strdup_printf("%s-port%u", hub->port, n);
+}
+
+char *topology_child_port(const Instance *hub, guint n)
+{
+    return hub->root_hub ? g_strdup_printf("%d-%u", hub->bus, n) : g_strdup_printf("%s.%u", hub->port, n);
+}
+
 void topology_init(int first_address, int nbuses)
 {
     sim.accessories = g_ptr_array_new();
+    sim.parked = g_ptr_array_new_with_free_func(parked_free);
+    sim.power_log = g_ptr_array_new_with_free_func(g_free);
     sim.nbuses = nbuses;
     for (int bus = 1; bus <= nbuses; bus++) {
         sim.addr_used[bus][1] = TRUE; /* the root hub's */
@@ -86,10 +111,87 @@ static Instance *find_port(const char *port)
 
 gboolean hub_port_connected(const Instance *hub, int n)
 {
-    char *child = hub->root_hub ? g_strdup_printf("%d-%d", hub->bus, n) : g_strdup_printf("%s.%d", hub->port, n);
+    char *child = topology_child_port(hub, (guint)n);
     Instance *a = find_port(child);
     g_free(child);
     return a && !a->gone;
+}
+
+Instance *topology_at_port(const char *port)
+{
+    Instance *a = find_port(port);
+    return a && !a->gone ? a : NULL;
+}
+
+Instance *topology_upstream(const char *port, int *n)
+{
+    if (g_str_has_prefix(port, "usb") || !strchr(port, '-'))
+        return NULL;
+    *n = last_port(port);
+    if (!strchr(port, '.')) {
+        int bus = topology_bus_of(port);
+        return bus >= 1 && bus <= sim.nbuses ? sim.root_hubs[bus] : NULL;
+    }
+    char *parent = parent_port(port);
+    Instance *hub = topology_at_port(parent);
+    g_free(parent);
+    return hub && hub->spec.kind == KIND_HUB ? hub : NULL;
+}
+
+/* On PORT itself or behind it. */
+static gboolean at_or_behind(const char *what, const char *port)
+{
+    gsize n = strlen(port);
+    return strncmp(what, port, n) == 0 && (what[n] == '\0' || what[n] == '.');
+}
+
+void topology_park(const char *port, const Spec *spec)
+{
+    Parked *p = g_new0(Parked, 1);
+    p->port = g_strdup(port);
+    spec_copy(&p->spec, spec);
+    g_ptr_array_add(sim.parked, p);
+}
+
+static int nearest_first(gconstpointer a, gconstpointer b)
+{
+    const Parked *x = *(Parked *const *)a, *y = *(Parked *const *)b;
+    gsize lx = strlen(x->port), ly = strlen(y->port);
+    return lx != ly ? (int)lx - (int)ly : strcmp(x->port, y->port);
+}
+
+GPtrArray *topology_unpark(const char *port)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(parked_free);
+    for (guint i = 0; i < sim.parked->len;) {
+        Parked *p = g_ptr_array_index(sim.parked, i);
+        if (at_or_behind(p->port, port)) {
+            g_ptr_array_add(out, g_ptr_array_steal_index(sim.parked, i));
+        } else {
+            i++;
+        }
+    }
+    g_ptr_array_sort(out, nearest_first);
+    return out;
+}
+
+void topology_drop_parked_behind(const char *port)
+{
+    char *prefix = g_strdup_printf("%s.", port);
+    for (guint i = 0; i < sim.parked->len;) {
+        Parked *p = g_ptr_array_index(sim.parked, i);
+        if (g_str_has_prefix(p->port, prefix))
+            g_ptr_array_remove_index(sim.parked, i);
+        else
+            i++;
+    }
+    g_free(prefix);
+}
+
+void topology_drop_parked(const char *port)
+{
+    GPtrArray *gone = topology_unpark(port);
+    g_ptr_array_unref(gone);
 }
 
 static gboolean port_in_use(const char *port)
@@ -161,6 +263,12 @@ gboolean topology_claim(const char *port, char **port_out, int *addr_out, char *
         }
         if (port_in_use(port)) {
             *error = g_strdup_printf("port %s is in use", port);
+            return FALSE;
+        }
+        int n = 0;
+        Instance *up = topology_upstream(port, &n);
+        if (up && n >= 1 && n <= 31 && (up->ports_off & (1u << n))) {
+            *error = g_strdup_printf("port %s is powered off", port);
             return FALSE;
         }
         if (strchr(port, '.')) {

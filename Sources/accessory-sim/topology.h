@@ -18,6 +18,15 @@ char *topology_hcd_syspath(int bus);
  * them ("usbN" for a root hub); sim.lock held. */
 char *topology_syspath(const char *port);
 
+/* A hub's downstream ports (a root hub's: SIM_ROOT_HUB_PORTS, as its hub
+ * descriptor says; devices plug on root ports up to 255, but only these have a
+ * port directory and switch power). */
+guint topology_hub_ports(const Instance *hub);
+/* The name of a hub's port N in sysfs: "1-1-port4", "usb1-port3". */
+char *topology_port_dir_name(const Instance *hub, guint n);
+/* The port name of what is plugged into a hub's port N: "1-1.4", "1-3". */
+char *topology_child_port(const Instance *hub, guint n);
+
 /* Empties the table and resets the buses' addresses (main thread, at start-up). */
 void topology_init(int first_address, int nbuses);
 /* Checks PORT (NULL: the first free port of bus 1) and takes an address on
@@ -35,6 +44,26 @@ gboolean hub_port_connected(const Instance *hub, int n);
 GPtrArray *topology_behind(const Instance *hub);
 /* Every present device, not gone, by bus and port (references held). */
 GPtrArray *topology_present(void);
+/* The present, not gone device on PORT, or NULL (sim.lock held). */
+Instance *topology_at_port(const char *port);
+/* The hub (a root hub for "B-N") that PORT hangs off, and its port number
+ * *n; NULL if there is no such hub (sim.lock held). */
+Instance *topology_upstream(const char *port, int *n);
+
+/* A device waiting for its port's power (or a "vanish"ed one waiting for a
+ * power cycle): what comes back on PORT. sim.lock held for all four. */
+typedef struct {
+    char *port;
+    Spec spec;
+} Parked;
+void topology_park(const char *port, const Spec *spec);
+/* Takes the devices parked on PORT and behind it, the nearest first. */
+GPtrArray *topology_unpark(const char *port);
+/* Forgets the devices parked behind the hub on PORT (it is unplugged). */
+void topology_drop_parked_behind(const char *port);
+/* The same, but on PORT itself and behind it. */
+void topology_drop_parked(const char *port);
+
 /* Empties the table and returns what was in it (the table's references). */
 GPtrArray *topology_take_all(void);
 

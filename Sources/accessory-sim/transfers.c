@@ -71,6 +71,10 @@ void ioctl_submit_urb(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulon
          * submit does not copy it back to the client; the reap will. */
         inst->control_urbs++;
         reply(ioc, 0, 0);
+        if (inst->spec.wedge != WEDGE_NONE) {
+            g_queue_push_tail(&inst->parked, r); /* wedged: never answers */
+            return;
+        }
         int n = usbfs_control(inst, b, b + 8, r->len - 8);
         urb_done(r, n < 0 ? n : 0, n < 0 ? 0 : (gsize)n);
         return;
@@ -176,7 +180,8 @@ void ioctl_control(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong r
         fail(ioc, EFAULT);
         return;
     }
-    int n = usbfs_control(inst, setup, data ? data->data : NULL, data ? (gsize)data->data_len : 0);
+    int n = inst->spec.wedge != WEDGE_NONE ? -ETIMEDOUT /* wedged: as usbfs after the timeout */
+                                           : usbfs_control(inst, setup, data ? data->data : NULL, data ? (gsize)data->data_len : 0);
     g_clear_object(&data);
     g_object_unref(d);
     if (n < 0)

@@ -362,6 +362,10 @@ static gboolean apply_fault(Instance *inst, Urb *r, gboolean *halted)
 
 void bulk_submit(Instance *inst, Urb *r)
 {
+    if (inst->spec.wedge != WEDGE_NONE) {
+        g_queue_push_tail(&inst->parked, r); /* wedged: never completes until discarded */
+        return;
+    }
     if (!kind_echoes(inst, r->ep)) {
         /* an endpoint with nothing behind it: OUT data is taken, IN waits
          * (its halt is the one CLEAR_HALT and GET_STATUS see) */

@@ -258,6 +258,8 @@ static void ioctl_reset(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gul
 {
     (void)c, (void)req, (void)arg;
     inst->resets++;
+    if (inst->spec.wedge == WEDGE_RESET)
+        inst->spec.wedge = WEDGE_NONE; /* a reset cures it; a worse wedge stays */
     inst->halted_in = inst->halted_out = inst->halted_other = FALSE;
     instance_fifo_clear(inst);
     reply(ioc, 0, 0);

@@ -47,5 +47,10 @@ final class CapturingHost: USBHost {
         inner.schedule(at: deadline, work)
     }
     var version: String? { inner.version }
+    func hubs() async -> [USBHub] { await inner.hubs() }
+    func setPortPower(_ port: String, on: Bool) async throws(AccessoryError) -> PortPowerReport {
+        try await inner.setPortPower(port, on: on)
+    }
+    func reauthorize(port: String) async throws(AccessoryError) { try await inner.reauthorize(port: port) }
     func report(_ work: @escaping @Sendable () async -> Void) { inner.report(work) }
 }

@@ -56,4 +56,20 @@ struct SystemUSBHost: USBHost {
     func uptime() -> SystemUptime { SystemUptime.now() }
 
     var version: String? { backend?.version }
+
+    /// Hubs and port power, through sysfs and hub class requests.
+    var hubPorts: HubPorts {
+        HubPorts(
+            files: SysfsPortFiles(root: sysfs.scanner.root),
+            open: { [self] (bus, address) throws(AccessoryError) in try open(bus: bus, address: address, vendor: nil, product: nil) },
+            device: { [sysfs] port in sysfs.device(named: port) })
+    }
+
+    func hubs() async -> [USBHub] { await hubPorts.hubs() }
+
+    func setPortPower(_ port: String, on: Bool) async throws(AccessoryError) -> PortPowerReport {
+        try await hubPorts.setPower(port, on: on)
+    }
+
+    func reauthorize(port: String) async throws(AccessoryError) { try await hubPorts.reauthorize(port: port) }
 }

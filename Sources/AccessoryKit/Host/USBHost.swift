@@ -36,6 +36,17 @@ package protocol USBHost: Sendable {
     /// The host library's version, for diagnostics; `nil` where there is none.
     var version: String? { get }
 
+    /// Every hub, with how its ports switch power and what is on each port.
+    func hubs() async -> [USBHub]
+
+    /// Switches the power of one port (`1-1.4`: what plugs in there) and of its USB 3 peer.
+    /// A hub that switches its ports together (ganged) or not at all is refused, by name.
+    func setPortPower(_ port: String, on: Bool) async throws(AccessoryError) -> PortPowerReport
+
+    /// A logical disconnect and re-enumeration of the device on `port`: its `authorized`
+    /// to 0, then 1 (power stays on).
+    func reauthorize(port: String) async throws(AccessoryError)
+
     /// Runs `work`, news from a transfer's completion for the manager, in a task of its own.
     /// A simulated host counts it until it ends, so that a test's unplug moves on only once
     /// the manager has heard it.
@@ -43,6 +54,19 @@ package protocol USBHost: Sendable {
 }
 
 extension USBHost {
+    /// A host without hubs to switch: none listed.
+    package func hubs() async -> [USBHub] { [] }
+
+    /// A host without port power: refused.
+    package func setPortPower(_ port: String, on: Bool) async throws(AccessoryError) -> PortPowerReport {
+        throw AccessoryError(.protocolNotSupported, "this host cannot switch port power", operation: "power")
+    }
+
+    /// A host without sysfs: refused.
+    package func reauthorize(port: String) async throws(AccessoryError) {
+        throw AccessoryError(.protocolNotSupported, "this host cannot reauthorize devices", operation: "reauthorize")
+    }
+
     package func report(_ work: @escaping @Sendable () async -> Void) {
         Task { await work() }
     }
