@@ -2,8 +2,9 @@ import CFileIdentity
 
 /// Which file is at a path: its device, its inode, and the time it was made (its birth
 /// time, `statx(2)`'s `stx_btime`). It changes when the file is removed and made again, even
-/// when the new file gets the old inode back (tmpfs and ext4 reuse them), and it stays the same
-/// through a `chmod`, `chown` or SELinux relabel, which change only the file's change time.
+/// when the new file gets the old inode back (ext4 hands a freed one straight back), and it
+/// stays the same through a `chmod`, `chown` or SELinux relabel, which change only the
+/// file's change time.
 ///
 /// On a file system that keeps no birth time, the change time stands in for it: a file made
 /// again is still told apart, but a `chmod` then counts as a new file too.
