@@ -41,20 +41,23 @@ let package = Package(
         // and written at the edges. Re-exported by AccessoryKit.
         .target(name: "AccessoryTraces", dependencies: ["AccessoryCore"]),
         // Linux usbmon captures (pcap and pcapng): the streaming reader, the summary and the
-        // writer. Files are read in bounded chunks. Depends on nothing; re-exported by
-        // AccessoryKit.
-        .target(name: "AccessoryCapture"),
+        // writer. Files are read in bounded chunks. Depends only on AccessoryLocking;
+        // re-exported by AccessoryKit.
+        .target(name: "AccessoryCapture", dependencies: ["AccessoryLocking"]),
+        // `Locked`: a value behind a pthread mutex, which ThreadSanitizer understands (Swift's
+        // `Mutex` hands a contended lock over where TSan cannot see). Package-internal.
+        .target(name: "AccessoryLocking"),
         // Hardware bridge: libusb backend, manager and sessions.
         .target(
             name: "AccessoryKit",
             dependencies: [
-                "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "CLibUSB",
+                "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "AccessoryLocking", "CLibUSB",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
         // Simulated USB for users' tests: the real manager on an in-process host and a
         // virtual clock, and trace replay through it.
-        .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture"]),
+        .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "AccessoryLocking"]),
         // SIGINT and SIGTERM for the programs (accessoryctl, the device plugin), not the library.
         .target(name: "ProcessSignals"),
         .executableTarget(
@@ -91,7 +94,7 @@ let package = Package(
         .testTarget(
             name: "AccessoryKitTests",
             dependencies: [
-                "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryTestSupport",
+                "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryLocking", "AccessoryTestSupport",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
         .testTarget(
@@ -100,6 +103,6 @@ let package = Package(
         .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),
         .testTarget(
             name: "AccessoryTestingTests",
-            dependencies: ["AccessoryTesting", "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryTestSupport", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["AccessoryTesting", "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryLocking", "AccessoryTestSupport", .product(name: "Logging", package: "swift-log")]),
     ]
 )

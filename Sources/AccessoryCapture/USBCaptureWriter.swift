@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import AccessoryLocking
 
 /// Writes a usbmon capture as pcapng, link type 220 (`LINKTYPE_USB_LINUX_MMAPPED`): one
 /// section, one interface, then one `S` record per submission and one `C` (or `E`) record per
@@ -20,7 +20,7 @@ package final class USBCaptureWriter: Sendable {
     package let path: String
     private let now: @Sendable () -> Duration
     private let writeVector: WriteVector
-    private let output: Mutex<Output>
+    private let output: Locked<Output>
 
     /// `writev(2)`'s shape: the descriptor, the buffers and their count; the bytes written,
     /// or -1 with `errno` set.
@@ -64,7 +64,7 @@ package final class USBCaptureWriter: Sendable {
         self.path = path
         self.now = now
         self.writeVector = writeVector
-        self.output = Mutex(Output(fd: fd))
+        self.output = Locked(Output(fd: fd))
         let header =
             PcapngBlock.sectionHeader(application: "AccessoryKit")
             + PcapngBlock.interfaceDescription(

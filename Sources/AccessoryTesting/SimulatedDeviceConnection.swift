@@ -1,5 +1,6 @@
 import AccessoryCore
 import AccessoryKit
+import AccessoryLocking
 
 /// An opened simulated device. Its bulk and interrupt endpoints are a
 /// ``SimulatedEndpoints``, whose event queue completes their transfers as libusb's event

@@ -1,5 +1,6 @@
 import AccessoryCore
 import AccessoryKit
+import AccessoryLocking
 
 /// One endpoint of a simulated device, as a session's streams and one-transfer calls use it:
 /// the transfer primitive (``EndpointTransfers``), whose transfers wait in the device's

@@ -1,6 +1,7 @@
 import AccessoryCore
 import AccessoryKit
 import Dispatch
+import AccessoryLocking
 
 /// The device side of an opened simulated device's bulk and interrupt endpoints: one queue
 /// of pending transfers per endpoint, in submission order, whoever submitted them (a

@@ -1,6 +1,7 @@
 import AccessoryCore
 import AccessoryKit
 import Synchronization
+import AccessoryLocking
 
 /// The host one manager on a ``SimulatedUSB`` sees: the simulation's OS truth and clock, and
 /// a hotplug subscription of its own. The manager's timers are the simulation's

@@ -1,6 +1,7 @@
 import AccessoryCore
 import AccessoryKit
 import Synchronization
+import AccessoryLocking
 
 /// What a ``SimulatedUSB`` and the hosts of the managers on it share: the OS truth, the
 /// virtual clock and its sleepers, the hotplug subscribers with what each has yet to

@@ -2,6 +2,7 @@ import AccessoryCore
 import AccessoryTraces
 import AccessoryKit
 import Synchronization
+import AccessoryLocking
 
 /// A recorded hotplug trace, played through a real `AccessoryManager` on a
 /// ``SimulatedUSB``: the trace's `add` and `remove` records are hotplug notices, its

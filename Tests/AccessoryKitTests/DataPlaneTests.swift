@@ -3,6 +3,7 @@ import AccessoryTraces
 import Synchronization
 import Testing
 @testable import AccessoryKit
+import AccessoryLocking
 
 /// The data plane's storage over in-memory queues: no simulator, no libusb.
 struct DataPlaneTests {

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import AccessoryKit
+import AccessoryLocking
 
 /// One-transfer calls over a scripted transfer primitive that completes in any order: no
 /// simulator, no libusb.

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import AccessoryKit
+import AccessoryLocking
 
 /// A settable uptime source, to fake a system sleep.
 final class FakeUptime: Sendable {

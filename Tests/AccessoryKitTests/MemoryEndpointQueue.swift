@@ -1,6 +1,7 @@
 import DequeModule
 import Synchronization
 @testable import AccessoryKit
+import AccessoryLocking
 
 /// An ``EndpointQueue`` in memory, for data-plane tests: it records every submission, and
 /// the test decides how each one ends (``complete(_:data:length:)``), acting as the event

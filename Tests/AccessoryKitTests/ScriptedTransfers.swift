@@ -1,6 +1,7 @@
 import AccessoryCore
 import Synchronization
 @testable import AccessoryKit
+import AccessoryLocking
 
 /// A test-only implementation of the transfer primitive (``EndpointTransfers``): it records
 /// every submission with its tag, and the test ends each one when it likes, in any order

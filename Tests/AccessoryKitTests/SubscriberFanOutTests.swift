@@ -1,6 +1,7 @@
 import AccessoryCore
 import Testing
 @testable import AccessoryKit
+import AccessoryLocking
 
 /// The manager's one registry of subscribers, driven directly: every kind gets what it
 /// should, and every kind is forgotten when its reader goes away.

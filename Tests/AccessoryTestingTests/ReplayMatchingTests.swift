@@ -6,6 +6,7 @@ import AccessoryTesting
 import Foundation
 import Synchronization
 import Testing
+import AccessoryLocking
 
 /// How a replayed device matches the host's transfers against its recording: divergences,
 /// optional transfers, recorded statuses, pacing, and a capture the package made itself.

@@ -3,6 +3,7 @@ import AccessoryTraces
 import AccessoryKit
 import AccessoryTesting
 import Testing
+import AccessoryLocking
 
 /// The bounded notification stream: a subscriber that falls behind costs bounded memory and
 /// still ends up with the truth, its stream's promise kept.

@@ -6,20 +6,28 @@ public enum DisconnectReason: Hashable, Sendable, CustomStringConvertible {
     case ghostEvicted(GhostEvidence)
     /// The manager stopped.
     case shutdown
+    /// A recovery ended the connection with this step (a reset that re-enumerated, a
+    /// reauthorization or a power cycle); the connection that comes back names this one as
+    /// its `Accessory.previousConnectionID`.
+    case recovered(RecoveryStep)
 
-    /// The contract's reason code: `unplugged`, `ghost-evicted` or `shutdown`.
+    /// The contract's reason code: `unplugged`, `ghost-evicted`, `shutdown` or `recovered`.
     public var code: String {
         switch self {
         case .unplugged: return "unplugged"
         case .ghostEvicted: return "ghost-evicted"
         case .shutdown: return "shutdown"
+        case .recovered: return "recovered"
         }
     }
 
-    /// What was seen, in words, for evictions.
+    /// What was seen, in words, for evictions; the step, for recoveries.
     public var evidence: String? {
-        if case .ghostEvicted(let e) = self { return e.description }
-        return nil
+        switch self {
+        case .ghostEvicted(let e): return e.description
+        case .recovered(let step): return step.description
+        case .unplugged, .shutdown: return nil
+        }
     }
 
     public var description: String {

@@ -51,6 +51,9 @@ public struct ConnectionRegistry: Sendable {
     /// Connections their owner is switching into a new mode, with when the owner stops
     /// waiting: a successor on the port by then links to them whatever its IDs.
     private var switching: [ConnectionID: Duration] = [:]
+    /// Connections a recovery is working on: the step under way, and until when the
+    /// recovery waits for the accessory to come back.
+    private var recovering: [ConnectionID: (step: RecoveryStep, until: Duration)] = [:]
 
     /// A VID:PID:serial identity, hashed as one integer and the serial's bytes (``TableHash``).
     private struct SerialKey: Hashable, Sendable {
@@ -82,6 +85,9 @@ public struct ConnectionRegistry: Sendable {
         var at: Duration
         /// Until when a mode switch its owner announced links any successor.
         var switchedUntil: Duration?
+        /// Until when the recovery that ended it waits: the same physical accessory coming
+        /// back by then is linked, even after ``linkWindow``.
+        var recoveredUntil: Duration? = nil
     }
 
     /// The time of the event being applied, on the caller's clock (a manager's monotonic
@@ -274,6 +280,7 @@ public struct ConnectionRegistry: Sendable {
             previousConnectionID: old.previousConnectionID)
         nextID += 1
         if !switching.isEmpty, let until = switching.removeValue(forKey: id) { switching[accessory.connectionID] = until }
+        if !recovering.isEmpty, let mark = recovering.removeValue(forKey: id) { recovering[accessory.connectionID] = mark }
         entries[accessory.connectionID] = accessory
         if let key = old.descriptor.key, byKey[key] == id { byKey[key] = accessory.connectionID }
         if ports[old.descriptor.portKey]?.current == id { ports[old.descriptor.portKey]?.current = accessory.connectionID }
@@ -288,6 +295,14 @@ public struct ConnectionRegistry: Sendable {
 
     private mutating func evict(at index: Dictionary<ConnectionID, Accessory>.Index, reason: DisconnectReason) -> AccessoryEvent {
         let (id, accessory) = entries.remove(at: index)
+        // A connection a recovery is working on ends because of that step, whatever the
+        // OS showed of it (a remove event, an absence, NO_DEVICE); only a shutdown stays one.
+        var reason = reason
+        var recoveredUntil: Duration?
+        if !recovering.isEmpty, let mark = recovering.removeValue(forKey: id), reason != .shutdown {
+            reason = .recovered(mark.step)
+            recoveredUntil = mark.until
+        }
         let d = accessory.descriptor
         count(d, -1)
         if let key = d.key { byKey.remove(key, ifItIs: id) }
@@ -295,7 +310,10 @@ public struct ConnectionRegistry: Sendable {
         if reason != .shutdown && ports.count >= portLimit { prunePorts() }
         let ended =
             reason == .shutdown
-            ? nil : Ended(id: id, vendor: d.vendor, product: d.product, serial: d.serial, at: now, switchedUntil: switchedUntil)
+            ? nil
+            : Ended(
+                id: id, vendor: d.vendor, product: d.product, serial: d.serial, at: now, switchedUntil: switchedUntil,
+                recoveredUntil: recoveredUntil)
         func end(_ port: inout PortState) {
             if port.current == id { port.current = nil }
             if let ended { port.ended = ended }
@@ -323,6 +341,26 @@ public struct ConnectionRegistry: Sendable {
         ports.values[i].ended?.switchedUntil = nil
     }
 
+    /// Says that a recovery is about to run `step` on connection `id` and waits for the
+    /// accessory until `deadline` (by ``now``): if the connection ends, its reason is
+    /// `.recovered(step)` (a shutdown stays a shutdown), and the same physical accessory
+    /// (VID, PID and serial) arriving on its port by `deadline` continues it, even after
+    /// ``linkWindow``. Marking it again replaces the step. The mark ends when the connection
+    /// does, or with ``endRecovery(of:)``.
+    package mutating func expectRecovery(of id: ConnectionID, step: RecoveryStep, until deadline: Duration) {
+        guard entries[id] != nil else { return }
+        recovering[id] = (step, deadline)
+    }
+
+    /// Says that the recovery of connection `id` is over: a connection still registered
+    /// (a reset that kept the device in place) ends for what the OS shows from now on, and
+    /// a successor that has not come yet links only within ``linkWindow``.
+    package mutating func endRecovery(of id: ConnectionID) {
+        if recovering.removeValue(forKey: id) != nil || entries[id] != nil { return }
+        guard let i = ports.firstIndex(where: { $0.value.ended?.id == id }) else { return }
+        ports.values[i].ended?.recoveredUntil = nil
+    }
+
     /// How many ports are remembered before those with no entry and no recent end are
     /// forgotten; it grows with the ports in use, so that pruning stays rare.
     private var portLimit = 4096
@@ -346,7 +384,9 @@ public struct ConnectionRegistry: Sendable {
     /// Whether a new instance `d` on the port where `last` ended continues that shown
     /// connection.
     private static func continues(_ last: Ended, with d: AccessoryDescriptor, now: Duration, window: Duration) -> Bool {
-        guard !last.id.isHidden, now - last.at <= window, now >= last.at else { return false }
+        guard !last.id.isHidden, now >= last.at,
+            now - last.at <= window || last.recoveredUntil.map({ now <= $0 }) == true
+        else { return false }
         let same = agree(last.vendor, d.vendor) && agree(last.product, d.product) && agree(last.serial, d.serial)
         return same || last.switchedUntil.map { now <= $0 } == true || isAccessoryMode(ofSerial: last.serial, d)
     }

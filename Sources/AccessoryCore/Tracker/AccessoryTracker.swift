@@ -156,6 +156,19 @@ public struct AccessoryTracker: Sendable {
         registry.endModeSwitch(of: id)
     }
 
+    /// Says that a recovery is about to run `step` on connection `id` and waits for the
+    /// accessory until `deadline` (the caller's clock): if the connection ends, its reason is
+    /// `.recovered(step)`, and the same physical accessory back on its port by `deadline`
+    /// names it as `Accessory.previousConnectionID`. Marking it again replaces the step.
+    public mutating func expectRecovery(of id: ConnectionID, step: RecoveryStep, until deadline: Duration) {
+        registry.expectRecovery(of: id, step: step, until: deadline)
+    }
+
+    /// Says that the recovery of connection `id` is over (it worked, or the ladder gave up).
+    public mutating func endRecovery(of id: ConnectionID) {
+        registry.endRecovery(of: id)
+    }
+
     /// Applies a monitor event as a recorded trace holds it: an add or a removal as a notice
     /// with no look at its port, a snapshot as the authoritative truth, and a sleep, wake or
     /// overflow as a reason to distrust the registry until the next look.

@@ -2,6 +2,7 @@ import AccessoryCapture
 import AccessoryCore
 import Glibc
 import Logging
+import AccessoryLocking
 
 /// Where the manager records every transfer it makes, for `Configuration.capturePath`: a
 /// usbmon pcapng file (``USBCaptureWriter``), one `S` and one `C` record per transfer, with

@@ -1,5 +1,6 @@
 import AccessoryCapture
 import AccessoryCore
+import AccessoryLocking
 
 /// An endpoint's transfers (a stream's or one-transfer calls'), recorded in a capture: each
 /// submission as it is submitted, so in submission order, and its completion before the

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryLocking
 
 /// A host whose opened devices record every transfer in a capture (``CaptureRecorder``); all
 /// else goes to the host it wraps. The manager wraps its host in one when the configuration

@@ -1,3 +1,4 @@
+import AccessoryLocking
 /// The transfer primitive: one endpoint's transfers, in the manner of nusb's `Queue`. Each
 /// transfer is a tagged buffer submitted with its own timeout; one or all can be cancelled;
 /// each ends in one tagged completion. Every backend (libusb, the simulation, the capture

@@ -1,3 +1,4 @@
+import AccessoryLocking
 /// The hotplug notices a host hands its manager: unbounded, so the producer (libusb's event
 /// thread) never waits, and drained whole, so a consumer that falls behind in a storm takes
 /// everything queued in one wake-up instead of one per notice.

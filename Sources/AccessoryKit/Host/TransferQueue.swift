@@ -1,4 +1,5 @@
 import DequeModule
+import AccessoryLocking
 
 /// A stream's ``EndpointQueue`` on the transfer primitive, ``EndpointTransfers``: each
 /// transfer is tagged with its submission number, and a completion that comes before an

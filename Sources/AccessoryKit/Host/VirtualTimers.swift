@@ -1,3 +1,4 @@
+import AccessoryLocking
 /// Timers on a clock that moves only when its owner says: what a simulated host's
 /// ``USBHost/schedule(at:_:)`` arms. The owner moves its clock to ``nextDeadline`` and runs
 /// what ``takeDue(by:)`` hands back, in deadline order (ties in the order they were armed).

@@ -1,4 +1,5 @@
 import AccessoryCore
+import AccessoryLocking
 
 /// A manager's subscribers, of every kind, in one place: ``send(_:)`` hands each notification
 /// to every one of them in order, and ``tap(_:)`` each monitor event to the monitors. A

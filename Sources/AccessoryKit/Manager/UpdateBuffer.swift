@@ -1,5 +1,6 @@
 import AccessoryCore
 import DequeModule
+import AccessoryLocking
 
 /// The storage behind one ``AccessoryUpdates`` sequence: the manager pushes, and each reader
 /// (an iterator) pulls from its own ``UpdateCursor``. It takes its lock, then resumes waiting

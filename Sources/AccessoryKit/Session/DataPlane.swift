@@ -1,6 +1,7 @@
 import AccessoryCore
 import DequeModule
 import Synchronization
+import AccessoryLocking
 
 /// A session's data plane: an ``InputStateMachine`` over an IN ``EndpointQueue`` and an
 /// ``OutputStateMachine`` over an OUT one, with the continuations of the calls waiting on

@@ -1,6 +1,7 @@
 import AccessoryCore
 import DequeModule
 import Synchronization
+import AccessoryLocking
 
 /// A session's one-transfer calls (``AccessorySession/transferIn(_:length:timeout:)`` and
 /// ``AccessorySession/transferOut(_:_:timeout:)``): one ``EndpointTransfers`` per endpoint,

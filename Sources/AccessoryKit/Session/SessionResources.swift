@@ -1,5 +1,6 @@
 import AccessoryCore
 import Logging
+import AccessoryLocking
 
 /// What an open session holds and what closing it gives back: the data plane, the device,
 /// the claimed interface, a detached kernel driver. The manager keeps this, not the

@@ -1,6 +1,7 @@
 import AccessoryCapture
 import AccessoryCore
 import AccessoryKit
+import AccessoryLocking
 
 /// One recorded device's side of a conversation, played back: per endpoint (control counting
 /// as one), the recorded transfers in order, each answering the host's next transfer there.

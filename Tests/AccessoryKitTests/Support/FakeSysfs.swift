@@ -2,6 +2,7 @@ import AccessoryCore
 import Foundation
 import Synchronization
 @testable import AccessoryKit
+import AccessoryLocking
 
 /// A sysfs `bus/usb/devices` tree in a temporary directory, written file by file as the
 /// kernel lays it out, for tests that need no USB at all.

@@ -4,8 +4,8 @@ import Glibc
 ///
 /// Swift's `Mutex` on Linux hands a contended lock over inside the kernel (a PI futex), in a
 /// library ThreadSanitizer does not instrument, so TSan reports races on data that `Mutex`
-/// does protect. It understands pthread mutexes. The data plane, whose locking CI runs under
-/// TSan, and the AccessoryTesting simulation use this instead.
+/// does protect. It understands pthread mutexes. Everything whose locking CI runs under TSan
+/// uses this instead: the data plane, the AccessoryTesting simulation and the capture writer.
 package final class Locked<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable is safe: `value` is read and written only inside `withLock`,
     // between pthread_mutex_lock and pthread_mutex_unlock of `mutex`; the mutex lives at one
