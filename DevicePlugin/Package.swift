@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
+        // Which file is at a path: `statx(2)`'s birth time, which Swift's Glibc does not import.
+        .target(name: "CFileIdentity"),
         // What a device plugin advertises: pure, fed with the manager's events.
         .target(name: "AccessoryFleet", dependencies: [.product(name: "AccessoryCore", package: "AccessoryKit")]),
         // The kubelet's device plugin API v1beta1: proto/api.proto and the Swift code
@@ -35,7 +37,7 @@ let package = Package(
         .executableTarget(
             name: "accessory-device-plugin",
             dependencies: [
-                "AccessoryFleet", "KubeletDevicePluginAPI",
+                "AccessoryFleet", "KubeletDevicePluginAPI", "CFileIdentity",
                 .product(name: "AccessoryKit", package: "AccessoryKit"),
                 .product(name: "ProcessSignals", package: "AccessoryKit"),
                 .product(name: "AccessoryCore", package: "AccessoryKit"),

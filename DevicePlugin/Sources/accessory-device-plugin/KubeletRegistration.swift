@@ -38,26 +38,7 @@ struct KubeletRegistration: Sendable {
         }
     }
 
-    /// The identity of the kubelet's socket file now (device and inode), or nil when there
-    /// is none: a new value means the kubelet restarted.
+    /// The identity of the kubelet's socket file now, or nil when there is none: a new value
+    /// means the kubelet restarted (a `chmod` or relabel of the socket is not one).
     var socketIdentity: FileIdentity? { FileIdentity(path: kubeletSocket) }
-}
-
-/// A file's device, inode and change time: it changes when the file is recreated.
-struct FileIdentity: Hashable, Sendable {
-    var device: UInt64
-    var inode: UInt64
-    var changed: Int
-
-    init?(path: String) {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        self.init(status: st)
-    }
-
-    init(status st: stat) {
-        device = UInt64(st.st_dev)
-        inode = UInt64(st.st_ino)
-        changed = Int(st.st_ctim.tv_sec) * 1_000_000_000 + Int(st.st_ctim.tv_nsec)
-    }
 }

@@ -7,8 +7,8 @@ struct PluginSocket: Sendable {
     let path: String
     /// The listening descriptor, for the server transport (which takes it over).
     let descriptor: Int32
-    /// The file it bound: its device, inode and change time (an inode number alone can come
-    /// back for another instance's socket).
+    /// The file it bound: its device, inode and birth time (an inode number alone can come
+    /// back for another instance's socket; a `chmod` of it is not another socket).
     let file: FileIdentity
 
     enum Claim: Sendable {
@@ -45,13 +45,13 @@ struct PluginSocket: Sendable {
             guard error == EADDRINUSE else { throw .init(description: "cannot listen on \(path): \(String(cString: strerror(error)))") }
             // Something is at the path.
             var st = stat()
-            guard lstat(path, &st) == 0 else { continue }  // gone meanwhile: try again
+            guard lstat(path, &st) == 0, let seen = FileIdentity(path: path) else { continue }  // gone meanwhile: try again
             guard st.st_mode & S_IFMT == S_IFSOCK else {
                 throw .init(description: "cannot listen on \(path): something that is not a socket is there (remove it)")
             }
             if answers(path) { return .taken }
             // Left by an instance that died: remove it, unless it was replaced meanwhile.
-            if FileIdentity(path: path) == FileIdentity(status: st) { unlink(path) }
+            if FileIdentity(path: path) == seen { unlink(path) }
         }
         return .taken  // others keep making sockets there
     }

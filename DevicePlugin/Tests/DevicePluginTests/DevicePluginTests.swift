@@ -246,6 +246,29 @@ struct DevicePluginTests {
         }
     }
 
+    @Test("A chmod of its socket and of the kubelet's (a relabel changes the same change time) neither restarts it nor registers again")
+    func chmodKeepsServing() async throws {
+        try await withPlugin { running in
+            try await running.lists.wait(timeout: .seconds(5), "a first list") { !$0.isEmpty }
+            let socket = running.directory + "/" + Self.endpoint
+            let lists = running.lists.all.count
+            #expect(chmod(socket, 0o600) == 0)
+            #expect(chmod(running.kubelet.socketPath, 0o600) == 0)
+            // Eight of its 250 ms looks: each would have seen a new socket before.
+            try await Task.sleep(for: .seconds(2))
+            #expect(running.kubelet.registrationsSoFar.count == 1, "\(running.plugin.log)")
+            #expect(!running.plugin.log.contains("serving again"), "\(running.plugin.log)")
+            // The server went on: ListAndWatch was not ended and reconnected.
+            #expect(running.lists.all.count == lists)
+            let options = try await running.kubelet.withPlugin(endpoint: Self.endpoint) { try await $0.getDevicePluginOptions(V1beta1_Empty()) }
+            #expect(options.getPreferredAllocationAvailable)
+            // A socket made again is still seen at once, on the same inode or not.
+            await running.kubelet.stop()
+            try await running.kubelet.start()
+            _ = try await running.kubelet.waitForRegistrations(2, timeout: .seconds(5))
+        }
+    }
+
     @Test("Registers only once it knows its devices: the kubelet's first list already has both")
     func firstListComplete() async throws {
         try await withPlugin(watching: false) { running in
