@@ -2,7 +2,7 @@ import AccessoryCore
 import AccessoryKit
 
 extension AccessoryMetrics {
-    /// Records `manager`'s notifications (from a bounded ``AccessoryManager/updates(includingCurrent:bufferLimit:)``
+    /// Records `manager`'s notifications (from its bounded `updates(includingCurrent:bufferLimit:)`
     /// stream, current accessories first) until the manager shuts down. If it falls more than
     /// `bufferLimit` behind, the difference the stream sends keeps `accessory_connected` right;
     /// a connection that came and went inside the gap is not counted.

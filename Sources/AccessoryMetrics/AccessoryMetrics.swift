@@ -8,7 +8,7 @@ import Prometheus
 /// reason, a step): never a connection ID, a serial or an address, which are new on every
 /// attach and would make a new series each time.
 ///
-/// Feed it with ``observe(_:)`` (the manager's bounded update stream, plus its hotplug and
+/// Feed it with ``observe(_:bufferLimit:)`` (the manager's bounded update stream, plus its hotplug and
 /// session counts at each scrape), and serve ``exposition()`` with ``MetricsServer``. Every
 /// counter of the contract is registered up front, at 0, so that a query sees it before the
 /// first event.

@@ -33,7 +33,9 @@ public final class MetricsServer: Sendable {
 
     /// Binds and listens on `address` (so a port in use fails here), then serves in the
     /// background until ``stop()``.
-    /// - Parameter body: the exposition, made for each scrape.
+    /// - Parameters:
+    ///   - address: where to listen (port 0: a free port, which ``address`` then names).
+    ///   - body: the exposition, made for each scrape.
     /// - Throws: ``MetricsServerError`` when the host does not resolve or the socket cannot
     ///   be bound (a port in use says so).
     public init(address: MetricsAddress, body: @escaping @Sendable () async -> [UInt8]) throws(MetricsServerError) {
