@@ -40,6 +40,26 @@ enum HTTPFetch {
         return Response(status: status, headers: headers, body: String(text[split.upperBound...]))
     }
 
+    /// A connection that has sent half a request head and then nothing: its descriptor, for
+    /// the caller to close.
+    static func halfOpen(port: UInt16) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        _ = "GET /metr".withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        return fd
+    }
+
     /// A port free on 127.0.0.1 now (bound to port 0, then closed).
     static func freePort() -> UInt16? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -41,7 +41,7 @@ struct MetricsCLITests {
         HTTPFetch.get(port: port, "/metrics")?.body ?? ""
     }
 
-    @Test("watch --metrics serves /metrics; a plug and an unplug move the counters; nothing names a serial or an address")
+    @Test("watch --metrics serves /metrics; a plug and an unplug move the counters, stuck scrapers or not; nothing names a serial or an address")
     func countersFollowPlugs() throws {
         let dir = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -57,9 +57,17 @@ struct MetricsCLITests {
         let leftBefore = HTTPFetch.sample(#"accessory_hotplug_events_total{kind="left"}"#, in: before) ?? -1
         let unpluggedBefore = HTTPFetch.sample(#"accessory_disconnects_total{reason="unplugged"}"#, in: before) ?? -1
 
+        // Scrapers that send half a request and stop hold up neither watch's lines nor the
+        // scrapes that follow (each waits up to 5 s on its own thread).
+        let stuck = (0..<4).compactMap { _ in HTTPFetch.halfOpen(port: port) }
+        defer { stuck.forEach { close($0) } }
+        #expect(stuck.count == 4)
+        let clock = ContinuousClock()
+        let start = clock.now
         let added = try SimulatorControl.plug("1209:00c1:METRICS-SERIAL")
         #expect(watch.waitForOutput { $0.contains("\"serial\":\"METRICS-SERIAL\"") })
         let plugged = Self.scrape(port)
+        #expect(clock.now - start < .seconds(3), "a plug and a scrape took \(clock.now - start) beside stuck scrapers")
         #expect(HTTPFetch.sample(#"accessory_connected{vendor="1209",product="00c1"}"#, in: plugged) == 1)
         #expect((HTTPFetch.sample(#"accessory_hotplug_events_total{kind="arrived"}"#, in: plugged) ?? 0) >= arrivedBefore + 1)
         try SimulatorControl.ctl("unplug", added.id)
