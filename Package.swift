@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "AccessoryKit", targets: ["AccessoryKit"]),
         .library(name: "AccessoryTesting", targets: ["AccessoryTesting"]),
         .library(name: "ProcessSignals", targets: ["ProcessSignals"]),
+        .library(name: "AccessoryMetrics", targets: ["AccessoryMetrics"]),
         .executable(name: "accessoryctl", targets: ["accessoryctl"]),
         .executable(name: "accessory-sim", targets: ["accessory-sim"]),
         .executable(name: "accessory-bench", targets: ["AccessoryBench"]),
@@ -21,6 +22,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // Prometheus metrics for the programs (accessoryctl watch --metrics, the device
+        // plugin): swift-prometheus brings only swift-metrics and swift-atomics, no SwiftNIO.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // accessory-sim's LD_PRELOAD shim (libaccessory-sim-preload.so), loaded in front of
         // umockdev's: one uevent socket name per process (issue #16). A package of its own so
         // that building accessory-sim builds it too (see its Package.swift).
@@ -60,10 +65,19 @@ let package = Package(
         .target(name: "AccessoryTesting", dependencies: ["AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "AccessoryLocking"]),
         // SIGINT and SIGTERM for the programs (accessoryctl, the device plugin), not the library.
         .target(name: "ProcessSignals"),
+        // Prometheus metrics of a manager and the small HTTP server that serves them, for the
+        // programs; no library target depends on it.
+        .target(
+            name: "AccessoryMetrics",
+            dependencies: [
+                "AccessoryKit", "AccessoryCore",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
         .executableTarget(
             name: "accessoryctl",
             dependencies: [
-                "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "ProcessSignals",
+                "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "ProcessSignals", "AccessoryMetrics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -100,6 +114,12 @@ let package = Package(
         .testTarget(
             name: "AccessoryCtlTests",
             dependencies: ["AccessoryCore", "AccessoryTraces", "AccessoryCapture", "AccessoryKit", "AccessoryTesting", "AccessoryTestSupport"]),
+        .testTarget(
+            name: "AccessoryMetricsTests",
+            dependencies: [
+                "AccessoryMetrics", "AccessoryKit", "AccessoryCore", "AccessoryTesting",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
         .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),
         .testTarget(
             name: "AccessoryTestingTests",

@@ -41,6 +41,7 @@ let package = Package(
                 .product(name: "AccessoryKit", package: "AccessoryKit"),
                 .product(name: "ProcessSignals", package: "AccessoryKit"),
                 .product(name: "AccessoryCore", package: "AccessoryKit"),
+                .product(name: "AccessoryMetrics", package: "AccessoryKit"),
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
                 .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,5 +1,6 @@
 import AccessoryCore
 import AccessoryKit
+import AccessoryMetrics
 import AccessoryTraces
 import ArgumentParser
 import Foundation
@@ -22,6 +23,13 @@ struct WatchCommand: AsyncParsableCommand {
               accessoryctl watch
               accessoryctl watch --json | jq -c 'select(.notification == "disconnected")'
               accessoryctl watch --json | head -1
+              accessoryctl watch --metrics 127.0.0.1:9464   # Prometheus scrapes /metrics
+
+            With --metrics, Prometheus metrics (text format 0.0.4) are served over HTTP at \
+            http://HOST:PORT/metrics while watch runs (port 0: a free port; standard error says \
+            which): accessory_connected, accessory_disconnects_total, \
+            accessory_hotplug_events_total, accessory_sessions_open, accessory_recoveries_total \
+            and accessory_recovery_seconds. A port in use ends watch with status 1.
             """)
 
     @Flag(help: "Print the notification lines of the trace format's replay output (AccessoryTraces.docc/TraceFormat.md).")
@@ -31,10 +39,22 @@ struct WatchCommand: AsyncParsableCommand {
     /// (hidden: tests make it small).
     @Option(help: .hidden) var backlog = 65_536
 
+    @Option(help: ArgumentHelp(
+        "Serve Prometheus metrics at http://HOST:PORT/metrics (HOST an IPv4 address, [IPv6] or a name; PORT 0 picks a free one).",
+        valueName: "HOST:PORT"))
+    var metrics: String?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         guard backlog > 0 else { throw ValidationError("--backlog must be at least 1") }
+        if let metrics {
+            do {
+                _ = try MetricsAddress(parsing: metrics)
+            } catch {
+                throw ValidationError("--metrics: \(error)")
+            }
+        }
     }
 
     func run() async throws {
@@ -42,6 +62,7 @@ struct WatchCommand: AsyncParsableCommand {
         OutputStream.ignoreSigpipe()
         let signals = TerminationSignals.catchAll()
         let manager = try await global.startManager()
+        let server = try await serveMetrics(of: manager)
         // Bounded: a reader that stops reading costs at most `backlog` waiting lines, not
         // memory without end. Past that, the lines it missed collapse into the difference.
         let updates = await manager.updates(includingCurrent: true, bufferLimit: backlog)
@@ -76,7 +97,27 @@ struct WatchCommand: AsyncParsableCommand {
         DispatchQueue.global().asyncAfter(deadline: .now() + 3, execute: watchdog)
         await manager.shutdown()
         await printer.value
+        server?.stop()
         watchdog.cancel()
+    }
+
+    /// With --metrics: records `manager`'s metrics and serves them, and says where on
+    /// standard error. A host that does not resolve is a usage error (64); a port in use
+    /// ends the tool with status 1.
+    func serveMetrics(of manager: AccessoryManager) async throws -> MetricsServer? {
+        guard let metrics, let address = try? MetricsAddress(parsing: metrics) else { return nil }
+        let recorder = AccessoryMetrics()
+        Task { await recorder.observe(manager) }
+        do {
+            let server = try recorder.serve(manager, at: address)
+            note("accessoryctl watch: serving metrics at http://\(server.address)/metrics")
+            return server
+        } catch {
+            await manager.shutdown()
+            if error.isUsage { throw ValidationError("--metrics: \(error)") }
+            note("accessoryctl watch: \(error)")
+            throw ExitCode(1)
+        }
     }
 
     /// The wall-clock time of day, `HH:MM:SS.mmm`.

@@ -1,5 +1,6 @@
 import AccessoryCore
 import AccessoryKit
+import AccessoryMetrics
 import ArgumentParser
 import Foundation
 import GRPCCore
@@ -28,6 +29,9 @@ struct DevicePluginCommand: AsyncParsableCommand {
             its own socket is removed, and on SIGTERM or SIGINT stops serving, removes its socket \
             and exits 0.
 
+            With --metrics HOST:PORT it serves Prometheus metrics at http://HOST:PORT/metrics, as \
+            `accessoryctl watch --metrics` does (port 0: a free port, which the log names).
+
             Example:
               accessory-device-plugin --resource example.org/loopback --protocol org.example.loopback
             """)
@@ -46,6 +50,11 @@ struct DevicePluginCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds between the manager's periodic reconciles with sysfs (how soon a silent change is seen).")
     var reconcileInterval: Double = 1
+
+    @Option(help: ArgumentHelp(
+        "Serve Prometheus metrics at http://HOST:PORT/metrics (as accessoryctl watch --metrics).",
+        valueName: "HOST:PORT"))
+    var metrics: String?
 
     @Flag(name: .shortAndLong, help: "Log more (twice for trace level).")
     var verbose: Int
@@ -71,6 +80,13 @@ struct DevicePluginCommand: AsyncParsableCommand {
         }
         guard reconcileInterval.isFinite, reconcileInterval > 0, reconcileInterval <= 3600 else {
             throw ValidationError("--reconcile-interval must be more than 0 and at most 3600 seconds")
+        }
+        if let metrics {
+            do {
+                _ = try MetricsAddress(parsing: metrics)
+            } catch {
+                throw ValidationError("--metrics: \(error)")
+            }
         }
     }
 
@@ -99,6 +115,20 @@ struct DevicePluginCommand: AsyncParsableCommand {
             logger.error("cannot start the accessory manager: \(error)")
             throw ExitCode(1)
         }
+        var metricsServer: MetricsServer?
+        if let metrics, let address = try? MetricsAddress(parsing: metrics) {
+            let recorder = AccessoryMetrics()
+            Task { await recorder.observe(manager) }
+            do {
+                metricsServer = try recorder.serve(manager, at: address)
+                logger.info("serving metrics at http://\(metricsServer?.address.description ?? "")/metrics")
+            } catch {
+                logger.error("\(error)")
+                await manager.shutdown()
+                throw error.isUsage ? ExitCode(64) : ExitCode(1)
+            }
+        }
+        defer { metricsServer?.stop() }
         let plugin = DevicePlugin(
             manager: manager, protocols: Set(protocols),
             socketPath: socketPath,

@@ -21,14 +21,14 @@ struct DevicePluginTests {
         var watch: Task<Void, any Error>?
     }
 
-    private func start(watching: Bool = true, refusals: Int = 0) async throws -> Running {
+    private func start(watching: Bool = true, refusals: Int = 0, arguments: [String] = []) async throws -> Running {
         // In /tmp, not the simulator's long TMPDIR: a unix socket's path has at most 107 bytes.
         let directory = "/tmp/kubelet-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let kubelet = FakeKubelet(directory: directory)
         kubelet.refuseNext(refusals)
         try await kubelet.start()
-        var running = Running(directory: directory, kubelet: kubelet, plugin: try PluginProcess(kubeletDir: directory))
+        var running = Running(directory: directory, kubelet: kubelet, plugin: try PluginProcess(kubeletDir: directory, arguments: arguments))
         do {
             _ = try await kubelet.waitForRegistrations(1, timeout: .seconds(10))
         } catch {
@@ -56,8 +56,10 @@ struct DevicePluginTests {
     }
 
     /// Runs `body` with a started plugin, then stops it (SIGTERM) and the kubelet.
-    private func withPlugin(watching: Bool = true, refusals: Int = 0, _ body: (Running) async throws -> Void) async throws {
-        let running = try await start(watching: watching, refusals: refusals)
+    private func withPlugin(
+        watching: Bool = true, refusals: Int = 0, arguments: [String] = [], _ body: (Running) async throws -> Void
+    ) async throws {
+        let running = try await start(watching: watching, refusals: refusals, arguments: arguments)
         do {
             try await body(running)
         } catch {
@@ -93,6 +95,36 @@ struct DevicePluginTests {
             #expect(list == [Self.sn1: "Healthy", Self.sn2: "Healthy"])
             let options = try await running.kubelet.withPlugin(endpoint: Self.endpoint) { try await $0.getDevicePluginOptions(V1beta1_Empty()) }
             #expect(!options.preStartRequired)
+        }
+    }
+
+    @Test("--metrics serves /metrics: the accessories connected, and an unplug counted by its reason")
+    func servesMetrics() async throws {
+        try await withPlugin(arguments: ["--metrics", "127.0.0.1:0"]) { running in
+            var port: UInt16?
+            for _ in 0..<100 where port == nil {
+                if let range = running.plugin.log.range(of: "serving metrics at http://127.0.0.1:") {
+                    port = UInt16(running.plugin.log[range.upperBound...].prefix { $0.isNumber })
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let metricsPort = try #require(port, "no metrics port in the log: \(running.plugin.log)")
+            let first = MetricsScrape.get(port: metricsPort)
+            #expect(first.contains("# TYPE accessory_disconnects_total counter"), "\(first)")
+            #expect(first.contains(#"accessory_connected{vendor="1209",product="0001"} 1"#), "\(first)")
+            let added = try Simulator.ctl("plug", "1209:00d1:PLUGINMETRICS:org.example.loopback")
+            try #require(added.count >= 3, "\(added)")
+            try await Task.sleep(for: .milliseconds(300))
+            try Simulator.ctl("unplug", "\(added[1]):\(added[2])")
+            var scrape = ""
+            for _ in 0..<100 {
+                scrape = MetricsScrape.get(port: metricsPort)
+                if scrape.contains(#"accessory_disconnects_total{reason="unplugged"} 1"#) { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(scrape.contains(#"accessory_disconnects_total{reason="unplugged"} 1"#), "\(scrape)")
+            #expect(scrape.contains(#"accessory_connected{vendor="1209",product="00d1"} 0"#), "\(scrape)")
+            #expect(!scrape.contains("PLUGINMETRICS"))
         }
     }
 

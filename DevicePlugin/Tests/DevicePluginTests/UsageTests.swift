@@ -25,6 +25,7 @@ struct UsageTests {
         (["--resource", "example.org/loopback", "--kubelet-dir", "/tmp/" + String(repeating: "d", count: 120)], "is not a directory"),
         (["--resource", "example.org/loopback", "--kubelet-dir", "/tmp", "--endpoint", String(repeating: "e", count: 110) + ".sock"], "at most 107"),
         (["--resource", "example.org/loopback", "--kubelet-dir", "/tmp", "--reconcile-interval", "0"], "--reconcile-interval"),
+        (["--resource", "example.org/loopback", "--kubelet-dir", "/tmp", "--metrics", "9464"], "--metrics: '9464' is not a HOST:PORT"),
     ])
     func refused(arguments: [String], reason: String) throws {
         let (status, output) = try run(arguments)

@@ -45,6 +45,8 @@ public actor AccessoryManager {
     private var timersArmed: UInt64 = 0
     /// Sessions' data planes waiting for the verdict on a NO_DEVICE.
     private var suspectPipes = SuspectPipes()
+    /// Hotplug notices taken so far, by kind (for metrics).
+    package private(set) var hotplugCounts = HotplugCounts()
 
     /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
     /// devices become the first `.connected` events.
@@ -203,6 +205,7 @@ public actor AccessoryManager {
         for notice in notices where !isShutDown {
             let now = host.uptime().monotonic
             if let time = notice.recordedTime { tracker.recordedTime = time }
+            hotplugCounts.count(notice.kind)
             switch notice.kind {
             case .arrived:
                 // One device, not a full scan: in a storm the device is often gone already,
