@@ -113,7 +113,7 @@ struct StalledClockTests {
     @Test("A sleep on the clock that the test does advance, however slowly in real time, is not cut short")
     func advancedSleepIsNotCut() async throws {
         let usb = SimulatedUSB()
-        await usb.setStallLimit(.seconds(2))
+        await usb.setStallLimit(.seconds(4))
         let clock = usb.clock
         let sleeping = Task { () async -> Bool in
             do {
@@ -124,12 +124,13 @@ struct StalledClockTests {
             }
         }
         #expect(await usb.waitForSleepers())
-        // More real time than the limit passes in all (12 × 250 ms against 2 s), but each
+        // More real time than the limit passes in all (20 × 250 ms against 4 s), but each
         // step moves the clock; the pause is the point of the test (slow real time), and a
-        // step has 8 times its length before the limit, for a loaded machine.
-        for _ in 0..<12 {
+        // step has 16 times its length before the limit, for a loaded machine (8 times was
+        // not enough under ThreadSanitizer beside two builds).
+        for _ in 0..<20 {
             try await Task.sleep(for: .milliseconds(250))
-            await usb.advance(by: .milliseconds(500))
+            await usb.advance(by: .milliseconds(300))
         }
         #expect(await sleeping.value)
     }
