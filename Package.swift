@@ -70,7 +70,7 @@ let package = Package(
         .target(
             name: "AccessoryMetrics",
             dependencies: [
-                "AccessoryKit", "AccessoryCore",
+                "AccessoryKit", "AccessoryCore", "AccessoryLocking",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
@@ -117,7 +117,7 @@ let package = Package(
         .testTarget(
             name: "AccessoryMetricsTests",
             dependencies: [
-                "AccessoryMetrics", "AccessoryKit", "AccessoryCore", "AccessoryTesting",
+                "AccessoryMetrics", "AccessoryKit", "AccessoryCore", "AccessoryLocking", "AccessoryTesting",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         .testTarget(name: "AccessoryExampleTests", dependencies: ["AccessoryExample", "AccessoryTesting", "AccessoryKit"]),

@@ -1,4 +1,5 @@
 import AccessoryKit
+import AccessoryLocking
 import Dispatch
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import AccessoryCore
 import AccessoryKit
+import AccessoryLocking
 import AccessoryTesting
 import Glibc
 import Testing
