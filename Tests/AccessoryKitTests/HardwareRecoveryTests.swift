@@ -25,10 +25,24 @@ extension HardwareTests {
                 let cureStep = try #require(RecoveryStep(name: cure))
                 #expect(await PortPower.answers(manager, back), "\(cure): recovered means it answers")
                 #expect(back.descriptor.serial == serial && back.descriptor.port == port)
-                if back.connectionID != before.connectionID {
-                    #expect(back.previousConnectionID == before.connectionID, "\(cure): the new connection names the old one")
-                    #expect(await PortPower.waitGone(before, in: log) == .recovered(cureStep), "\(cure)")
+                // Every connection a step ended is named by the next, and ended as recovered by
+                // a step up to the cure: a chain from `before` to `back`.
+                _ = await log.wait { $0.contains { if case .connected(let a) = $0 { a.connectionID == back.connectionID } else { false } } }
+                let events = await log.events
+                let chain = events.compactMap { if case .connected(let a) = $0, a.descriptor.serial == serial { a } else { nil } }
+                #expect(chain.first?.connectionID == before.connectionID && chain.last?.connectionID == back.connectionID, "\(cure): \(chain)")
+                for (old, new) in zip(chain, chain.dropFirst()) {
+                    #expect(new.previousConnectionID == old.connectionID, "\(cure): each new connection names the one before")
                 }
+                let reasons = events.compactMap { if case .disconnected(let a, let r) = $0, a.descriptor.serial == serial { r } else { nil } }
+                #expect(reasons.count == chain.count - 1, "\(cure): \(reasons)")
+                for reason in reasons {
+                    guard case .recovered(let step) = reason, step <= cureStep else {
+                        Issue.record("\(cure): a connection ended as \(reason)")
+                        continue
+                    }
+                }
+                if cure == "reset" { #expect(back.connectionID == before.connectionID || back.previousConnectionID == before.connectionID) }
                 var iterator = reports.makeAsyncIterator()
                 let report = try #require(await iterator.next())
                 #expect(report.steps.map(\.step) == RecoveryStep.ladder(upTo: cureStep), "\(cure): \(report.steps)")
