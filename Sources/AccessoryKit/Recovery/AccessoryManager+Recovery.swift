@@ -6,7 +6,7 @@ extension AccessoryManager {
     /// How long the probe (GET_STATUS) may take.
     static let recoveryProbeTimeout = Duration.seconds(1)
 
-    /// Recovers a wedged or lost accessory: runs the ladder (``RecoveryStep``: a port reset,
+    /// Recovers a wedged or lost accessory: runs the ladder (`RecoveryStep`: a port reset,
     /// then `authorized` 0 and 1, then a power cycle of its port, then the configured
     /// command) up to `last`, stopping at the first step after which the same physical
     /// accessory is back on its port and answers a GET_STATUS within 1 s.
