@@ -10,6 +10,6 @@ struct AccessoryCtl: AsyncParsableCommand {
             went away, permission denied, a doctor check that blocks use); 64 for bad usage.
             """,
         version: "0.1.0",
-        subcommands: [ListCommand.self, WatchCommand.self, RecordCommand.self, ReplayCommand.self, DoctorCommand.self, ImportCommand.self, UdevRuleCommand.self, OpenCommand.self, ControlCommand.self, DescribeCommand.self, AOACommand.self, CaptureCommand.self, HubsCommand.self, PowerCommand.self]
+        subcommands: [ListCommand.self, WatchCommand.self, RecordCommand.self, ReplayCommand.self, DoctorCommand.self, ImportCommand.self, UdevRuleCommand.self, OpenCommand.self, ControlCommand.self, DescribeCommand.self, AOACommand.self, CaptureCommand.self, HubsCommand.self, PowerCommand.self, RecoverCommand.self]
     )
 }

@@ -56,9 +56,13 @@ struct HardwareTests {
         }
     }
 
-    static func manager(interval: Duration = .milliseconds(300), logger: Logger = testLogger) async throws -> (AccessoryManager, EventLog) {
-        let manager = try await AccessoryManager(
-            configuration: .init(reconcileInterval: interval, logger: logger))
+    static func manager(
+        interval: Duration = .milliseconds(300), logger: Logger = testLogger,
+        configure: (inout AccessoryManager.Configuration) -> Void = { _ in }
+    ) async throws -> (AccessoryManager, EventLog) {
+        var configuration = AccessoryManager.Configuration(reconcileInterval: interval, logger: logger)
+        configure(&configuration)
+        let manager = try await AccessoryManager(configuration: configuration)
         return (manager, await EventLog.recording(manager))
     }
 

@@ -34,6 +34,10 @@ extension AccessoryManager {
         /// Where the manager logs; by default `accessorykit`, to whatever handler the
         /// application bootstrapped.
         public var logger: Logger
+        /// Recovery: its `command` is the ladder's `.command` step. (Automatic recovery by
+        /// the policy's triggers is not built yet: ``AccessoryManager/recover(_:upTo:)`` runs
+        /// the ladder when asked.) `nil` (the default): no command step.
+        public var recovery: RecoveryPolicy?
 
         /// A configuration; the defaults suit most applications.
         public init(
@@ -41,9 +45,10 @@ extension AccessoryManager {
             supportedProtocols: Set<String>? = nil, protocolTable: ProtocolTable = .init(),
             includeHubs: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
             sysfsRoot: String = "/sys/bus/usb/devices", logger: Logger = Logger(label: "accessorykit"),
-            capturePath: String? = nil
+            capturePath: String? = nil, recovery: RecoveryPolicy? = nil
         ) {
             self.capturePath = capturePath
+            self.recovery = recovery
             self.reconcileInterval = reconcileInterval
             self.debounce = debounce
             self.supportedProtocols = supportedProtocols

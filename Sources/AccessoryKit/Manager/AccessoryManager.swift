@@ -34,6 +34,8 @@ public actor AccessoryManager {
     /// Every subscriber: ``events(includingCurrent:)``, ``updates(includingCurrent:bufferLimit:)``,
     /// ``monitorEvents()``, and a replay's observer.
     package nonisolated let fanOut = SubscriberFanOut()
+    /// The subscribers of ``recoveries()``.
+    package nonisolated let recoveryWatchers = RecoveryWatchers()
     private(set) var isShutDown = false
     /// Open sessions and opens under way, by connection and protocol (see
     /// AccessoryManager+Sessions.swift): what closing each needs, and its handle weakly, so
@@ -108,6 +110,7 @@ public actor AccessoryManager {
         monitorTask?.cancel()
         armed?.timer.cancel()
         fanOut.finish()
+        recoveryWatchers.finish()
     }
 
     // MARK: Public API
@@ -186,6 +189,7 @@ public actor AccessoryManager {
         (host as? CapturingHost)?.recorder.close()  // synced to disk; a failure stays in captureError
         perform(tracker.shutdown())
         fanOut.finish()  // observers too: they may hold what holds the manager
+        recoveryWatchers.finish()
         await monitorTask?.value
         logger.debug("stopped")
     }
