@@ -128,8 +128,12 @@ struct DevicePlugin: Sendable {
             let transport = HTTP2ServerTransport.Posix(
                 listeningSocketDescriptor: Int(socket.descriptor), transportSecurity: .plaintext)
             let server = GRPCServer(transport: transport, services: [DevicePluginService(board: board)])
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await server.serve() }
+            // Not a child task: a cancelled serve() traps in NIO ("Deinited NIOAsyncWriter
+            // without calling finish()") when a connection it accepted is not yet handed
+            // over, and a SIGTERM cancels this task. The server ends by a graceful shutdown,
+            // which closes the listener first, so no connection is left half-accepted.
+            let serving = Task { try await server.serve() }
+            do {
                 try await Self.waitUntilListening(transport, path: socketPath)
                 logger.info("serving the DevicePlugin service on \(socketPath)")
                 var registeredWith: FileIdentity?
@@ -173,12 +177,32 @@ struct DevicePlugin: Sendable {
                     }
                     try? await Task.sleep(for: pollInterval)
                 }
-                // ListAndWatch streams end with the server: the kubelet reconnects after
-                // registering again.
+            } catch {
                 board.endWatchers()
-                server.beginGracefulShutdown()
-                try await group.waitForAll()
+                try? await Self.stop(server, serving)
+                throw error
             }
+            // ListAndWatch streams end with the server: the kubelet reconnects after
+            // registering again.
+            board.endWatchers()
+            try await Self.stop(server, serving)
+        }
+    }
+
+    /// Shuts `server` down gracefully and waits for `serving` to end: the RPCs in flight
+    /// finish (ListAndWatch streams have been ended). One that does not finish within
+    /// 5 s is cancelled then, when the listener is long closed.
+    private static func stop(_ server: GRPCServer<HTTP2ServerTransport.Posix>, _ serving: Task<Void, any Error>) async throws {
+        server.beginGracefulShutdown()
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(5))
+            serving.cancel()
+        }
+        defer { deadline.cancel() }
+        do {
+            try await serving.value
+        } catch is CancellationError {
+            // Cancelled by the deadline above.
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The `accessory-device-plugin` under test, as a child process (it inherits the
 /// simulator's environment), and the simulator's `ctl`.
@@ -35,23 +36,36 @@ final class PluginProcess: Sendable {
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
     /// Sends `signal` and waits for the exit; the status, or nil if it did not exit in time
-    /// (then it is killed).
+    /// (then it is killed). A plugin that crashed is recorded as an issue, with its log.
     func stop(with signal: Int32, timeout: Double = 10) -> Int32? {
         kill(process.processIdentifier, signal)
+        defer { recordCrash() }
+        if waitForExit(timeout) { return process.terminationStatus }
+        kill(process.processIdentifier, SIGKILL)
+        _ = waitForExit(10)
+        return nil
+    }
+
+    /// Polls for the exit, up to `timeout` seconds: never `waitUntilExit()`, which can wait
+    /// forever for a process that a crash handler holds.
+    private func waitForExit(_ timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return nil
+        return !process.isRunning
+    }
+
+    /// An issue when the plugin's log shows a Swift runtime crash (a trap, a fatal error).
+    func recordCrash() {
+        let log = self.log
+        if log.contains("Fatal error") || log.contains("*** Program crashed") {
+            Issue.record("accessory-device-plugin crashed; its log:\n\(log.prefix(6000))")
         }
-        return process.terminationStatus
     }
 
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            _ = waitForExit(10)
         }
     }
 }
