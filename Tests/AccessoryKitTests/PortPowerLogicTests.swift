@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import AccessoryKit
 
@@ -46,5 +47,18 @@ struct PortPowerLogicTests {
         #expect(SysfsPortFiles.disableRule.contains(#"DRIVER=="hub""#))
         #expect(SysfsPortFiles.authorizedRule(vendor: 0x1209).contains(#"ATTR{idVendor}=="1209""#))
         #expect(SysfsPortFiles.authorizedRule(vendor: 0x0a).contains(#"ATTR{idVendor}=="000a""#))
+    }
+
+    @Test("The rules a refused write names are the ones udev/70-accessorykit.rules ships, and they parse")
+    func shippedPowerRules() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../udev/70-accessorykit.rules")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let shipped = text.split(separator: "\n").filter { $0.hasPrefix("# ") }.map { String($0.dropFirst(2)) }
+        for rule in [SysfsPortFiles.disableRule, SysfsPortFiles.authorizedRule(vendor: nil)] {
+            #expect(shipped.contains(rule), "\(rule)")
+            let parsed = try #require(try UdevRulesParser().parse(rule).first)
+            #expect(parsed.pairs.contains { $0.key == "SUBSYSTEM" && $0.value == "usb" })
+            #expect(parsed.pairs.contains { $0.key == "RUN" && $0.value.contains("plugdev") })
+        }
     }
 }

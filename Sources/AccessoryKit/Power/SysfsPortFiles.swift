@@ -68,10 +68,13 @@ struct SysfsPortFiles: Sendable {
         return AccessoryError(.io, "cannot write \(path): \(String(cString: strerror(code)))", operation: "write", rawValue: code)
     }
 
-    /// The udev rule that lets the `plugdev` group switch a hub's ports through `disable`.
-    static let disableRule = #"ACTION=="add", SUBSYSTEM=="usb", DRIVER=="hub", RUN+="/bin/sh -c 'chgrp plugdev /sys%p/*-port*/disable; chmod g+w /sys%p/*-port*/disable'""#
+    /// The udev rule that lets the `plugdev` group switch a hub's ports through `disable`
+    /// (udev/70-accessorykit.rules carries it). No `ACTION`: the port files appear when the
+    /// hub driver binds, after the interface's `add`.
+    static let disableRule = #"SUBSYSTEM=="usb", DRIVER=="hub", RUN+="/bin/sh -c 'chgrp -f plugdev /sys%p/*-port*/disable; chmod -f g+w /sys%p/*-port*/disable; true'""#
 
-    /// The udev rule that lets the `plugdev` group write a device's `authorized`.
+    /// The udev rule that lets the `plugdev` group write a device's `authorized`
+    /// (udev/70-accessorykit.rules carries it for every vendor).
     static func authorizedRule(vendor: UInt16?) -> String {
         let match = vendor.map { v in
             let hex = String(v, radix: 16)
