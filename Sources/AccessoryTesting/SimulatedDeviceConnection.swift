@@ -32,7 +32,8 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         self.configuration = device.info.configuration
         self.node = "bus \(device.info.descriptor.bus) address \(address)"
         let endpoints = SimulatedEndpoints(
-            node: node, responder: accessory.responder, replay: accessory.replay, configuration: configuration, system: system)
+            node: node, responder: accessory.responder, replay: accessory.replay, configuration: configuration, system: system,
+            instance: device.instance)
         self.endpoints = endpoints
         guard system.watch(instance: device.instance, { [weak endpoints] inStatus in endpoints?.deviceGone(inStatus: inStatus) }) else {
             throw goneError("open")
@@ -93,8 +94,11 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         endpoints.clearHalt(endpoint)
     }
 
+    /// A port reset: the device stays in place, and a wedge a reset cures is gone.
     func reset() throws(AccessoryError) {
         try checkPresent("reset")
+        system.cure(instance: instance, by: .reset)
+        endpoints.schedulePump()
     }
 
     func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration? { configuration }
@@ -116,7 +120,9 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         try checkPresent(operation)
         let outData: [UInt8]? = if case .send(let bytes) = data { bytes } else { nil }
         var answer: SimulatedTransfer.Answer
-        if let role = androidRole, let reply = system.androidControl(instance: instance, role: role, request, outData) {
+        if system.isWedged(instance: instance) {
+            answer = .never
+        } else if let role = androidRole, let reply = system.androidControl(instance: instance, role: role, request, outData) {
             answer = switch reply {
             case .accept: .accept
             case .data(let bytes): .data(bytes)
