@@ -5,9 +5,11 @@ import AccessoryLocking
 /// An opened simulated device. Its bulk and interrupt endpoints are a
 /// ``SimulatedEndpoints``, whose event queue completes their transfers as libusb's event
 /// thread does, with the accessory's ``SimulatedResponder`` answering them; control requests
-/// are answered on the calling task. When the device is unplugged, the pending transfers end
-/// as the kernel ends them (OUT with NO_DEVICE, IN with a transfer error, as ESHUTDOWN and
-/// EPROTO), and every later call throws that the device is gone (NO_DEVICE).
+/// are answered on the calling task (the device's standard GET_STATUS by the device itself).
+/// A wedged device answers nothing: its transfers and requests wait for their timeouts.
+/// When the device is unplugged, the pending transfers end as the kernel ends them (OUT with
+/// NO_DEVICE, IN with a transfer error, as ESHUTDOWN and EPROTO), and every later call throws
+/// that the device is gone (NO_DEVICE).
 final class SimulatedDeviceConnection: USBDeviceConnection {
     let node: String
     private let responder: SimulatedResponder
@@ -122,6 +124,8 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         var answer: SimulatedTransfer.Answer
         if system.isWedged(instance: instance) {
             answer = .never
+        } else if Self.isDeviceStatus(request, isIn: data.isIn) {
+            answer = .data([0, 0])  // chapter 9: every device answers it, as accessory-sim's do
         } else if let role = androidRole, let reply = system.androidControl(instance: instance, role: role, request, outData) {
             answer = switch reply {
             case .accept: .accept
@@ -160,6 +164,12 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
                 answer = next
             }
         }
+    }
+
+    /// Whether `request` is the standard GET_STATUS of the device, which the device answers
+    /// itself (bus-powered, no remote wakeup) rather than its responder.
+    static func isDeviceStatus(_ request: ControlRequest, isIn: Bool) -> Bool {
+        isIn && request.kind == .standard && request.recipient == .device && request.request == 0
     }
 
     /// Waits `duration` on the virtual clock.
