@@ -5,11 +5,11 @@ import AccessoryLocking
 /// An opened simulated device. Its bulk and interrupt endpoints are a
 /// ``SimulatedEndpoints``, whose event queue completes their transfers as libusb's event
 /// thread does, with the accessory's ``SimulatedResponder`` answering them; control requests
-/// are answered on the calling task (the device's standard GET_STATUS by the device itself).
-/// A wedged device answers nothing: its transfers and requests wait for their timeouts.
-/// When the device is unplugged, the pending transfers end as the kernel ends them (OUT with
-/// NO_DEVICE, IN with a transfer error, as ESHUTDOWN and EPROTO), and every later call throws
-/// that the device is gone (NO_DEVICE).
+/// are answered on the calling task (the device's standard GET_STATUS by the device itself,
+/// unless a recording answers). A wedged device answers nothing: its transfers and requests
+/// wait for their timeouts. When the device is unplugged, the pending transfers end as the
+/// kernel ends them (OUT with NO_DEVICE, IN with a transfer error, as ESHUTDOWN and EPROTO),
+/// and every later call throws that the device is gone (NO_DEVICE).
 final class SimulatedDeviceConnection: USBDeviceConnection {
     let node: String
     private let responder: SimulatedResponder
@@ -20,6 +20,8 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     private let configuration: USBConfiguration?
     private let endpoints: SimulatedEndpoints
     private let claimed = Locked<Set<UInt8>>([])
+    /// Whether a recording answers for it (the device's GET_STATUS too, as recorded).
+    private let replays: Bool
 
     init(system: SimulatedSystem, device: SimulatedSystem.Device) throws(AccessoryError) {
         guard let accessory = device.accessory, let address = device.info.descriptor.address else {
@@ -32,6 +34,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         self.androidRole = accessory.androidRole
         self.startAnswer = accessory.startAnswer
         self.configuration = device.info.configuration
+        self.replays = accessory.replay != nil
         self.node = "bus \(device.info.descriptor.bus) address \(address)"
         let endpoints = SimulatedEndpoints(
             node: node, responder: accessory.responder, replay: accessory.replay, configuration: configuration, system: system,
@@ -124,7 +127,7 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         var answer: SimulatedTransfer.Answer
         if system.isWedged(instance: instance) {
             answer = .never
-        } else if Self.isDeviceStatus(request, isIn: data.isIn) {
+        } else if !replays, Self.isDeviceStatus(request, isIn: data.isIn) {
             answer = .data([0, 0])  // chapter 9: every device answers it, as accessory-sim's do
         } else if let role = androidRole, let reply = system.androidControl(instance: instance, role: role, request, outData) {
             answer = switch reply {
