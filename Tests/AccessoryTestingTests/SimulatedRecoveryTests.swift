@@ -44,8 +44,8 @@ struct SimulatedRecoveryTests {
 
             // The connections from `before` to `back`, each named by the next and ended as
             // recovered by the step that re-enumerated it.
-            await usb.advance(by: .zero)
-            let events = log.events
+            let expected = cure == .reset ? 0 : cure == .reauthorize ? 2 : 4
+            let events = await log.events(count: expected)
             let chain = [before] + events.compactMap { if case .connected(let a) = $0 { a } else { nil } }
             let reasons = events.compactMap { if case .disconnected(_, let r) = $0 { r } else { nil } }
             #expect(chain.last?.connectionID == back.connectionID, "\(chain)")
@@ -105,7 +105,7 @@ struct SimulatedRecoveryTests {
             await usb.vanish(device, backOn: .powerCycle)
             #expect(await usb.devices.isEmpty)
             #expect(await manager.connectedAccessories.isEmpty)
-            #expect(log.events == [.disconnected(before, .unplugged)], "\(log.events)")
+            #expect(await log.events(count: 1) == [.disconnected(before, .unplugged)], "\(log.events)")
             // Not connected: there is nothing to recover.
             let lost = await Self.result { try await manager.recover(before) }
             #expect(lost.error?.code == .notFound)
@@ -123,8 +123,12 @@ struct SimulatedRecoveryTests {
             #expect(try await manager.controlTransfer(from: back, Self.status, length: 2) == [0, 0])
 
             // Off, then on: the port shows it, and what is on it leaves and comes back.
+            let seen = await log.events(count: 2).count
             _ = try await manager.setPortPower("1-3", on: false)
             #expect(await manager.connectedAccessories.isEmpty)
+            #expect(
+                await log.events(count: seen + 1).dropFirst(seen).first == .disconnected(back, .unplugged),
+                "outside a recovery, a port switched off is an unplug")
             #expect(await manager.hubs().first?.ports.first { $0.name == "1-3" }?.powered == false)
             _ = try await manager.setPortPower("1-3", on: true)
             #expect(await manager.connectedAccessories.map(\.descriptor.serial) == ["VANISH"])
@@ -182,11 +186,26 @@ struct SimulatedRecoveryTests {
             #expect(!report.recovered && report.steps.map(\.step) == [.reset, .reauthorize, .powerCycle], "\(report.steps)")
             #expect(report.steps[1].outcome == "the device is not enumerated, skipped")
             #expect(report.steps[2].outcome.contains("did not come back on port 1-1"), "\(report.steps)")
-            #expect(log.events == [.disconnected(before, .recovered(.reset))], "\(log.events)")
+            #expect(await log.events(count: 1) == [.disconnected(before, .recovered(.reset))], "\(log.events)")
             #expect(await usb.devices.isEmpty)
             #expect(await manager.connectedAccessories.isEmpty)
             // The power cycle found the port empty and brought nothing back.
             #expect(await usb.powerLog == ["1-1 off", "1-1 on"])
+        }
+    }
+
+    @Test("The DocC example: a device wedged until a reauthorization is back after one advance of 5 s, with no power change")
+    func docExample() async throws {
+        let usb = SimulatedUSB()
+        let device = await usb.plug(Self.accessory("DOC"))
+        try await withAccessoryManager(usb: usb) { manager in
+            let accessory = try #require(await manager.connectedAccessories.first)
+            await usb.wedge(device, curedBy: .reauthorize)
+            let recovery = Task { try await manager.recover(accessory) }
+            await usb.advance(by: .seconds(5))
+            let back = try await recovery.value
+            #expect(back.previousConnectionID == accessory.connectionID)
+            #expect(await usb.powerLog.isEmpty)
         }
     }
 
@@ -240,6 +259,16 @@ struct SimulatedRecoveryTests {
             }
         }
         var events: [AccessoryEvent] { list.withLock { $0 } }
+
+        /// The events once `count` have come (by yielding, a bounded number of turns).
+        func events(count: Int) async -> [AccessoryEvent] {
+            var turns = 0
+            while events.count < count && turns < 100_000 {
+                await Task.yield()
+                turns += 1
+            }
+            return events
+        }
     }
 }
 
