@@ -99,11 +99,11 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         endpoints.clearHalt(endpoint)
     }
 
-    /// A port reset: the device stays in place, and a wedge a reset cures is gone.
+    /// A port reset: the device stays in place, and a wedge a reset cures is gone (the
+    /// transfers it left waiting still wait for their timeouts).
     func reset() throws(AccessoryError) {
         try checkPresent("reset")
         system.cure(instance: instance, by: .reset)
-        endpoints.schedulePump()
     }
 
     func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration? { configuration }

@@ -37,6 +37,10 @@ extension SimulatedSystem {
         state.withLock { $0.wedges[instance] != nil }
     }
 
+    func wedge(of instance: UInt64) -> Wedge? {
+        state.withLock { $0.wedges[instance] }
+    }
+
     /// `step`, done to the instance in place (a reset), cures its wedge if it is one that
     /// step cures.
     func cure(instance: UInt64, by step: RecoveryStep) {
@@ -71,10 +75,11 @@ extension SimulatedSystem {
             if let parked = s.parked[port], parked.wedge?.isCured(by: .powerCycle) == true { s.parked[port]?.wedge = nil }
             return true
         }
-        guard changed, let present = device(named: port), let accessory = present.accessory else { return }
-        let wedge = state.withLock { $0.wedges[present.instance] }
-        guard await dropInKernelOrder(instance: present.instance, port: port) != nil else { return }
-        park(Parked(accessory: accessory, wedge: wedge?.isCured(by: .powerCycle) == true ? nil : wedge), on: port)
+        guard changed, let present = device(named: port) else { return }
+        let wedged = wedge(of: present.instance)
+        // A device a trace describes has no accessory to bring back: it only leaves.
+        guard await dropInKernelOrder(instance: present.instance, port: port) != nil, let accessory = present.accessory else { return }
+        park(Parked(accessory: accessory, wedge: wedged?.isCured(by: .powerCycle) == true ? nil : wedged), on: port)
     }
 
     /// Switches `port` on: logged when it was off; what was parked there comes back at the
@@ -105,9 +110,9 @@ extension SimulatedSystem {
     /// - Returns: `false` when no device is there.
     func reauthorize(port: String) async -> Bool {
         guard let present = device(named: port), let accessory = present.accessory else { return false }
-        let wedge = state.withLock { $0.wedges[present.instance] }
+        let wedged = wedge(of: present.instance)
         guard await dropInKernelOrder(instance: present.instance, port: port) != nil else { return false }
-        await arrive(Parked(accessory: accessory, wedge: wedge?.isCured(by: .reauthorize) == true ? nil : wedge), on: port)
+        await arrive(Parked(accessory: accessory, wedge: wedged?.isCured(by: .reauthorize) == true ? nil : wedged), on: port)
         return true
     }
 

@@ -139,7 +139,7 @@ public actor SimulatedUSB {
         guard let present = system.device(named: device.port), present.info.descriptor.address == device.address,
             let accessory = present.accessory
         else { return }
-        let wedged = system.state.withLock { $0.wedges[present.instance] }
+        let wedged = system.wedge(of: present.instance)
         guard await system.dropInKernelOrder(instance: present.instance, port: device.port) != nil else { return }
         if backOn == .powerCycle {
             system.park(SimulatedSystem.Parked(accessory: accessory, wedge: wedged), on: device.port)
