@@ -76,6 +76,12 @@ struct SimulatedRecoveryTests {
             let before = try #require(await manager.connectedAccessories.first)
             var reports = manager.recoveries().makeAsyncIterator()
             await usb.wedge(device, curedBy: nil)
+            // Its transfers time out too, on the virtual clock.
+            let session = try await manager.openSession(to: before, protocol: "org.example.loopback")
+            try await session.write([1])
+            let flush = try await Self.driving(usb) { try await session.flush(timeout: .seconds(2)) }
+            #expect(flush.error?.code == .timeout, "\(flush)")
+            await session.close()
             let result = try await Self.driving(usb) { try await manager.recover(before, upTo: .command) }
             let error = try #require(result.error)
             #expect(error.code == .io)
