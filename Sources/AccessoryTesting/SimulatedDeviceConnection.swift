@@ -5,9 +5,11 @@ import AccessoryLocking
 /// An opened simulated device. Its bulk and interrupt endpoints are a
 /// ``SimulatedEndpoints``, whose event queue completes their transfers as libusb's event
 /// thread does, with the accessory's ``SimulatedResponder`` answering them; control requests
-/// are answered on the calling task. When the device is unplugged, the pending transfers end
-/// as the kernel ends them (OUT with NO_DEVICE, IN with a transfer error, as ESHUTDOWN and
-/// EPROTO), and every later call throws that the device is gone (NO_DEVICE).
+/// are answered on the calling task (the device's standard GET_STATUS by the device itself,
+/// unless a recording answers). A wedged device answers nothing: its transfers and requests
+/// wait for their timeouts. When the device is unplugged, the pending transfers end as the
+/// kernel ends them (OUT with NO_DEVICE, IN with a transfer error, as ESHUTDOWN and EPROTO),
+/// and every later call throws that the device is gone (NO_DEVICE).
 final class SimulatedDeviceConnection: USBDeviceConnection {
     let node: String
     private let responder: SimulatedResponder
@@ -18,6 +20,8 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
     private let configuration: USBConfiguration?
     private let endpoints: SimulatedEndpoints
     private let claimed = Locked<Set<UInt8>>([])
+    /// Whether a recording answers for it (the device's GET_STATUS too, as recorded).
+    private let replays: Bool
 
     init(system: SimulatedSystem, device: SimulatedSystem.Device) throws(AccessoryError) {
         guard let accessory = device.accessory, let address = device.info.descriptor.address else {
@@ -30,9 +34,11 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         self.androidRole = accessory.androidRole
         self.startAnswer = accessory.startAnswer
         self.configuration = device.info.configuration
+        self.replays = accessory.replay != nil
         self.node = "bus \(device.info.descriptor.bus) address \(address)"
         let endpoints = SimulatedEndpoints(
-            node: node, responder: accessory.responder, replay: accessory.replay, configuration: configuration, system: system)
+            node: node, responder: accessory.responder, replay: accessory.replay, configuration: configuration, system: system,
+            instance: device.instance)
         self.endpoints = endpoints
         guard system.watch(instance: device.instance, { [weak endpoints] inStatus in endpoints?.deviceGone(inStatus: inStatus) }) else {
             throw goneError("open")
@@ -93,8 +99,11 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         endpoints.clearHalt(endpoint)
     }
 
+    /// A port reset: the device stays in place, and a wedge a reset cures is gone (the
+    /// transfers it left waiting still wait for their timeouts).
     func reset() throws(AccessoryError) {
         try checkPresent("reset")
+        system.cure(instance: instance, by: .reset)
     }
 
     func configurationWithInterfaceNames(timeout: Duration) -> USBConfiguration? { configuration }
@@ -116,7 +125,11 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
         try checkPresent(operation)
         let outData: [UInt8]? = if case .send(let bytes) = data { bytes } else { nil }
         var answer: SimulatedTransfer.Answer
-        if let role = androidRole, let reply = system.androidControl(instance: instance, role: role, request, outData) {
+        if system.isWedged(instance: instance) {
+            answer = .never
+        } else if !replays, Self.isDeviceStatus(request, isIn: data.isIn) {
+            answer = .data([0, 0])  // chapter 9: every device answers it, as accessory-sim's do
+        } else if let role = androidRole, let reply = system.androidControl(instance: instance, role: role, request, outData) {
             answer = switch reply {
             case .accept: .accept
             case .data(let bytes): .data(bytes)
@@ -154,6 +167,12 @@ final class SimulatedDeviceConnection: USBDeviceConnection {
                 answer = next
             }
         }
+    }
+
+    /// Whether `request` is the standard GET_STATUS of the device, which the device answers
+    /// itself (bus-powered, no remote wakeup) rather than its responder.
+    static func isDeviceStatus(_ request: ControlRequest, isIn: Bool) -> Bool {
+        isIn && request.kind == .standard && request.recipient == .device && request.request == 0
     }
 
     /// Waits `duration` on the virtual clock.

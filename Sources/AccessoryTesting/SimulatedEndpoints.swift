@@ -94,8 +94,15 @@ final class SimulatedEndpoints: Sendable {
     private let state = Locked(State())
     private let events = DispatchQueue(label: "accessorytesting.device-events")
 
-    init(node: String, responder: SimulatedResponder, replay: ReplayScript? = nil, configuration: USBConfiguration?, system: SimulatedSystem) {
+    /// The device instance they belong to: while it is wedged, nothing is answered.
+    private let instance: UInt64
+
+    init(
+        node: String, responder: SimulatedResponder, replay: ReplayScript? = nil, configuration: USBConfiguration?, system: SimulatedSystem,
+        instance: UInt64
+    ) {
         self.node = node
+        self.instance = instance
         self.responder = responder
         self.replay = replay
         self.configuration = configuration
@@ -235,7 +242,10 @@ final class SimulatedEndpoints: Sendable {
             owner.complete(completion)
         case .ask(let endpoint, let serial, let transfer, let streamIn):
             system.noteActivity()
-            let (answer, stranding) = replay?.respond(transfer) ?? (responder.answer(transfer, streamIn: streamIn, context), nil)
+            // A wedged device answers nothing: the transfer waits for its timeout.
+            let (answer, stranding): (SimulatedTransfer.Answer, ReplayScript.Stranding?) =
+                system.isWedged(instance: instance)
+                ? (.never, nil) : replay?.respond(transfer) ?? (responder.answer(transfer, streamIn: streamIn, context), nil)
             update(endpoint, serial) { p in
                 p.stage = .answered(answer)
                 p.stranding = stranding

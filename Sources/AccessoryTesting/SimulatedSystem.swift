@@ -80,6 +80,14 @@ final class SimulatedSystem: Sendable {
         /// answer, by identity; bumped `strandings` at each new one.
         var strandHolders: [ObjectIdentifier: WeakEndpoints] = [:]
         var strandings: UInt64 = 0
+        /// Wedged instances: they answer nothing until the step that cures them.
+        var wedges: [UInt64: Wedge] = [:]
+        /// What waits for its port's power to come back, by port.
+        var parked: [String: Parked] = [:]
+        /// The ports switched off.
+        var portsOff: Set<String> = []
+        /// One line per port power change, `PORT off` or `PORT on`.
+        var powerLog: [String] = []
 
         /// Removes the devices that match, and hands back the watchers of those instances.
         mutating func remove(where match: (Device) -> Bool) -> (removed: [Device], watchers: [@Sendable (TransferStatus) -> Void]) {
@@ -91,6 +99,7 @@ final class SimulatedSystem: Sendable {
                 told += watchers.removeValue(forKey: d.instance) ?? []
                 claims[d.instance] = nil
                 withoutNode.remove(d.instance)
+                wedges[d.instance] = nil
             }
             return (removed, told)
         }

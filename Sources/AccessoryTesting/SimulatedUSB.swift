@@ -121,6 +121,37 @@ public actor SimulatedUSB {
         return Self.simulated(fresh, device.accessory)
     }
 
+    /// Wedges `device`: its transfers and control requests never complete (they time out, on
+    /// ``clock``) until `curedBy`, or a harsher step, is done to it; earlier steps change
+    /// nothing. A reset cures it in place; a reauthorization or a power cycle of its port
+    /// cures it as it comes back at the next address, and one it does not cure comes back
+    /// still wedged. `nil`, and `.command` (the simulation runs no command), mean never.
+    public func wedge(_ device: SimulatedDevice, curedBy: RecoveryStep?) {
+        guard let present = system.device(named: device.port), present.info.descriptor.address == device.address else { return }
+        system.wedge(instance: present.instance, curedBy: curedBy)
+    }
+
+    /// Makes `device` leave, in the kernel's order as ``unplug(_:silently:leftEventDelay:)``
+    /// does, and come back (at the next address, with its arrival) only once its port is
+    /// switched off and on again, when `backOn` is `.powerCycle`; any other step, like `nil`,
+    /// never brings it back (one not enumerated cannot be reset or reauthorized).
+    public func vanish(_ device: SimulatedDevice, backOn: RecoveryStep?) async {
+        guard let present = system.device(named: device.port), present.info.descriptor.address == device.address,
+            let accessory = present.accessory
+        else { return }
+        let wedged = system.wedge(of: present.instance)
+        guard await system.dropInKernelOrder(instance: present.instance, port: device.port) != nil else { return }
+        if backOn == .powerCycle {
+            system.park(SimulatedSystem.Parked(accessory: accessory, wedge: wedged), on: device.port)
+        } else {
+            system.unpark(port: device.port)
+        }
+    }
+
+    /// One line per port power change so far, `PORT off` or `PORT on` (`1-1 off`), in
+    /// order. The simulation's ports switch one by one, as on a hub with per-port power.
+    public var powerLog: [String] { system.powerLog }
+
     /// A hotplug event on its own, for ``send(_:for:)``.
     public enum Event: Sendable, Hashable {
         case arrival, removal
@@ -185,10 +216,7 @@ public actor SimulatedUSB {
     /// device gone, and (with `includingSwitches`) phones that got START are back. Then it
     /// gives tasks the test has just started a few turns of the pool, which nothing counts.
     private func settle(includingSwitches: Bool = true) async {
-        repeat {
-            await system.waitUntilIdle(includingSwitches: includingSwitches)
-            for _ in 0..<64 { await Task.yield() }
-        } while !system.isIdle(includingSwitches: includingSwitches)
+        await system.settle(includingSwitches: includingSwitches)
     }
 
     /// How long, in real time, tasks may sleep on ``clock`` with nothing happening in the
@@ -248,8 +276,7 @@ public actor SimulatedUSB {
 
     /// Sends a notice to every manager on the simulation and returns once all have handled it.
     private func deliver(_ notice: HotplugNotice) async {
-        system.send(notice)
-        await system.waitUntilHandled()
+        await system.deliver(notice)
     }
 
     private static func simulated(_ d: SimulatedSystem.Device, _ accessory: SimulatedAccessory) -> SimulatedDevice {

@@ -11,15 +11,18 @@ extension AccessoryManager {
     }
 
     /// Switches one port off, waits until the device on it has left (up to 2 s), then
-    /// `pause`, and switches it on again: a power cycle.
+    /// `pause`, and switches it on again: a power cycle. It waits on the configuration's
+    /// clock (a simulation's virtual one).
     package nonisolated func cyclePortPower(_ port: String, pause: Duration = .seconds(2)) async throws(AccessoryError) -> [PortPowerReport] {
         let off = try await host.setPortPower(port, on: false)
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(2)
-        while host.device(named: port) != nil && clock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        let clock = configuration.clock
+        // Up to 2 s, 5 ms at a time.
+        var looks = 0
+        while host.device(named: port) != nil && looks < 400 {
+            try? await clock.sleep(for: .milliseconds(5))
+            looks += 1
         }
-        try? await Task.sleep(for: pause)
+        try? await clock.sleep(for: pause)
         let on = try await host.setPortPower(port, on: true)
         return [off, on]
     }

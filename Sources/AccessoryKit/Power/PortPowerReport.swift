@@ -17,4 +17,8 @@ package struct PortPowerReport: Sendable, Hashable {
     package var method: Method
     /// The peer port switched with it on the other half of a USB 3 hub.
     package var peer: String?
+
+    package init(port: String, hub: String, on: Bool, method: Method, peer: String? = nil) {
+        (self.port, self.hub, self.on, self.method, self.peer) = (port, hub, on, method, peer)
+    }
 }

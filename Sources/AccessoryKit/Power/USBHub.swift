@@ -18,6 +18,14 @@ package struct USBHub: Sendable, Hashable {
     /// Why something is unknown (the hub could not be opened or did not answer).
     package var note: String?
 
+    package init(
+        name: String, bus: Int, address: Int, usbVersion: String, switching: PortPowerSwitching?, peer: String? = nil, ports: [Port],
+        note: String? = nil
+    ) {
+        (self.name, self.bus, self.address, self.usbVersion) = (name, bus, address, usbVersion)
+        (self.switching, self.peer, self.ports, self.note) = (switching, peer, ports, note)
+    }
+
     /// Whether it is a SuperSpeed hub (USB 3), whose requests and status bits differ.
     package var isSuperSpeed: Bool { usbVersion.hasPrefix("3") }
 
@@ -35,5 +43,9 @@ package struct USBHub: Sendable, Hashable {
         package var peer: String?
         /// The device on it, if any.
         package var device: USBDeviceInfo?
+
+        package init(number: Int, name: String, powered: Bool?, hasDisableFile: Bool, peer: String? = nil, device: USBDeviceInfo? = nil) {
+            (self.number, self.name, self.powered, self.hasDisableFile, self.peer, self.device) = (number, name, powered, hasDisableFile, peer, device)
+        }
     }
 }
