@@ -259,7 +259,9 @@ public actor AccessoryManager {
                 endSessions(of: accessory.connectionID, reason: reason)
                 suspectPipes.disconnected(accessory.connectionID, reason: reason)
                 if !timeoutWatches.isEmpty { timeoutWatches[accessory.connectionID] = nil }
-                recoveryScheduler.disconnected(accessory, reason: reason, at: host.uptime().monotonic)
+                if configuration.recovery?.vanishedFor != nil {
+                    recoveryScheduler.disconnected(accessory, reason: reason, at: host.uptime().monotonic)
+                }
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
             fanOut.send(event)
