@@ -42,13 +42,15 @@ struct DeviceInventoryTests {
             let old = Accessory(connectionID: ConnectionID(rawValue: 1), descriptor: descriptor(serial, port: "1-4.2", address: 5))
             inventory.apply(.connected(old))
             let id = try #require(inventory.devices.first?.id)
-            #expect(inventory.apply(.disconnected(old, .recovered(.powerCycle))))
+            let ended = inventory.apply(.disconnected(old, .recovered(.powerCycle)))
+            #expect(ended)
             #expect(inventory.devices == [.init(id: id, isHealthy: false)])
             #expect(throws: DeviceInventory.AllocationError.unhealthy(id)) { try inventory.allocation(for: id) }
             let back = Accessory(
                 connectionID: ConnectionID(rawValue: 2), descriptor: descriptor(serial, port: "1-4.2", address: 9),
                 previousConnectionID: old.connectionID)
-            #expect(inventory.apply(.connected(back)))
+            let returned = inventory.apply(.connected(back))
+            #expect(returned)
             #expect(inventory.devices == [.init(id: id, isHealthy: true)], "\(String(describing: serial))")
             #expect(try inventory.allocation(for: id).devicePath == "/dev/bus/usb/001/009")
         }
