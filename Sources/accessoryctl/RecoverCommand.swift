@@ -75,22 +75,33 @@ struct RecoverCommand: AsyncParsableCommand {
         }
         guard let report else { throw ExitCode(1) }
         if json {
-            let steps = report.steps.map { "{\"step\":\(Self.quoted($0.step.name)),\"outcome\":\(Self.quoted($0.outcome))}" }
-            out.writeLine(
-                "{\"recovered\":\(report.recovered),\"steps\":[\(steps.joined(separator: ","))],"
-                    + "\"before\":\(AccessoryListJSON.object(report.before)),"
-                    + "\"after\":\(report.accessory.map(AccessoryListJSON.object) ?? "null")}")
+            out.writeLine(Self.json(report))
         } else {
             for s in report.steps { out.writeLine("\(s.step.name): \(s.outcome)") }
-            if let after = report.accessory {
-                let d = after.descriptor
-                let link = after.connectionID == report.before.connectionID ? "same connection" : "continues #\(report.before.connectionID)"
-                out.writeLine("recovered: #\(after.connectionID) \(d.vendorProduct) at \(d.bus):\(d.address.map(String.init) ?? "?") on \(d.port) (\(link))")
-            } else {
-                out.writeLine("not recovered: \(report.before.descriptor.vendorProduct) on \(report.port)")
-            }
+            out.writeLine(Self.outcome(report))
         }
         if !report.recovered { throw ExitCode(1) }
+    }
+
+    /// One JSON object: `recovered`, `steps` (each `step` and `outcome`), `before` and
+    /// `after` (entries as `list --json` prints them; `after` is `null` when not recovered),
+    /// then `extra` fields (`watch` adds the trigger, the port and a skip).
+    static func json(_ report: RecoveryReport, extra: [(String, String)] = []) -> String {
+        let steps = report.steps.map { "{\"step\":\(quoted($0.step.name)),\"outcome\":\(quoted($0.outcome))}" }
+        return "{\"recovered\":\(report.recovered),\"steps\":[\(steps.joined(separator: ","))],"
+            + "\"before\":\(AccessoryListJSON.object(report.before)),"
+            + "\"after\":\(report.accessory.map(AccessoryListJSON.object) ?? "null")"
+            + extra.map { ",\(quoted($0.0)):\($0.1)" }.joined() + "}"
+    }
+
+    /// `recovered: #7 1209:0001 at 1:9 on 1-1.4 (continues #5)`, or `not recovered: …`.
+    static func outcome(_ report: RecoveryReport) -> String {
+        if let after = report.accessory {
+            let d = after.descriptor
+            let link = after.connectionID == report.before.connectionID ? "same connection" : "continues #\(report.before.connectionID)"
+            return "recovered: #\(after.connectionID) \(d.vendorProduct) at \(d.bus):\(d.address.map(String.init) ?? "?") on \(d.port) (\(link))"
+        }
+        return "not recovered: \(report.before.descriptor.vendorProduct) on \(report.port)"
     }
 
     /// A JSON string.

@@ -24,6 +24,16 @@ struct WatchCommand: AsyncParsableCommand {
               accessoryctl watch --json | jq -c 'select(.notification == "disconnected")'
               accessoryctl watch --json | head -1
               accessoryctl watch --metrics 127.0.0.1:9464   # Prometheus scrapes /metrics
+              accessoryctl watch --recover --recover-vanished 10
+
+            With --recover, the manager recovers accessories by itself (RecoveryPolicy's \
+            defaults: after 3 transfer timeouts in a row in its sessions, up to a power cycle, at \
+            most 3 times per port per hour); --recover-vanished SECONDS also power-cycles a port \
+            whose accessory left and that nothing replaced for that long. watch opens no session \
+            itself, so in watch the vanished accessories are what it recovers. Each recovery \
+            prints a line (with --json, one object shaped like 'recover --json' with \
+            "notification": "recovery", its trigger and port, and "skipped" when the port's \
+            budget did not allow it).
 
             With --metrics, Prometheus metrics (text format 0.0.4) are served over HTTP at \
             http://HOST:PORT/metrics while watch runs (port 0: a free port; standard error says \
@@ -44,10 +54,32 @@ struct WatchCommand: AsyncParsableCommand {
         valueName: "HOST:PORT"))
     var metrics: String?
 
+    @Flag(help: "Recover accessories automatically (after 3 transfer timeouts in a row, up to a power cycle, at most 3 per port per hour).")
+    var recover = false
+
+    @Option(name: .customLong("recover-up-to"), help: ArgumentHelp("With --recover: the last step tried: reset, reauthorize or power-cycle.", valueName: "step"))
+    var recoverUpTo: String?
+
+    @Option(name: .customLong("recover-vanished"), help: ArgumentHelp(
+        "With --recover: power-cycle the port of an accessory that left and stayed away this many seconds.", valueName: "seconds"))
+    var recoverVanished: Double?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         guard backlog > 0 else { throw ValidationError("--backlog must be at least 1") }
+        if !recover, recoverUpTo != nil || recoverVanished != nil {
+            throw ValidationError("--recover-up-to and --recover-vanished need --recover")
+        }
+        if let recoverUpTo {
+            let steps = RecoveryStep.ladder(upTo: .powerCycle)
+            guard let step = RecoveryStep(name: recoverUpTo), steps.contains(step) else {
+                throw ValidationError("--recover-up-to must be one of \(steps.map(\.name).joined(separator: ", ")), not '\(recoverUpTo)'")
+            }
+        }
+        if let recoverVanished, !(recoverVanished.isFinite && recoverVanished > 0 && recoverVanished <= 86_400) {
+            throw ValidationError("--recover-vanished must be more than 0 and at most 86400 seconds")
+        }
         if let metrics {
             do {
                 _ = try MetricsAddress(parsing: metrics)
@@ -61,7 +93,8 @@ struct WatchCommand: AsyncParsableCommand {
         global.bootstrapLogging()
         OutputStream.ignoreSigpipe()
         let signals = TerminationSignals.catchAll()
-        let manager = try await global.startManager()
+        let manager = try await global.startManager(recovery: policy)
+        let reports = manager.recoveries()
         let server = try await serveMetrics(of: manager)
         // Bounded: a reader that stops reading costs at most `backlog` waiting lines, not
         // memory without end. Past that, the lines it missed collapse into the difference.
@@ -87,6 +120,10 @@ struct WatchCommand: AsyncParsableCommand {
                 }
             }
         }
+        let reportPrinter = Task {
+            let out = OutputStream(fd: 1, lineBuffered: true)
+            for await report in reports { out.writeLine(Self.line(report, json: json)) }
+        }
         for await _ in signals { break }
         // A reader that stopped reading must not keep the tool alive: the printer may be
         // blocked in write(2) with a backlog. Shutdown and the last lines get 3 s.
@@ -97,6 +134,7 @@ struct WatchCommand: AsyncParsableCommand {
         DispatchQueue.global().asyncAfter(deadline: .now() + 3, execute: watchdog)
         await manager.shutdown()
         await printer.value
+        await reportPrinter.value
         server?.stop()
         watchdog.cancel()
     }
@@ -118,6 +156,29 @@ struct WatchCommand: AsyncParsableCommand {
             note("accessoryctl watch: \(error)")
             throw ExitCode(1)
         }
+    }
+
+    /// The policy of --recover, or `nil`.
+    var policy: RecoveryPolicy? {
+        guard recover else { return nil }
+        return RecoveryPolicy(
+            upTo: recoverUpTo.flatMap(RecoveryStep.init(name:)) ?? .powerCycle,
+            vanishedFor: recoverVanished.map { .milliseconds(Int64(($0 * 1000).rounded())) })
+    }
+
+    /// A recovery report's line: the time, the port, the trigger, each step and the outcome;
+    /// with `json`, `recover --json`'s object with the notification, trigger, port and skip.
+    static func line(_ report: RecoveryReport, json: Bool) -> String {
+        if json {
+            var extra = [
+                ("notification", RecoverCommand.quoted("recovery")), ("trigger", RecoverCommand.quoted(report.trigger)),
+                ("port", RecoverCommand.quoted(report.port)),
+            ]
+            if let skipped = report.skipped { extra.append(("skipped", RecoverCommand.quoted(skipped))) }
+            return RecoverCommand.json(report, extra: extra)
+        }
+        let steps = report.skipped.map { "skipped: \($0)" } ?? report.steps.map { "\($0.step.name): \($0.outcome)" }.joined(separator: "; ")
+        return "\(clock())  recovery on \(report.port) (\(report.trigger)): \(steps); \(RecoverCommand.outcome(report))"
     }
 
     /// The wall-clock time of day, `HH:MM:SS.mmm`.

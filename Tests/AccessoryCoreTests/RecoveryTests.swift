@@ -116,4 +116,104 @@ struct RecoveryTests {
         #expect(RecoveryBudget(p).limit == 0)
         #expect(RecoveryPolicy().afterTimeouts == 3)
     }
+
+    // MARK: Automatic recovery
+
+    private func accessory(_ id: UInt64, port: String, serial: String = "SN") -> Accessory {
+        Accessory(
+            connectionID: ConnectionID(rawValue: id),
+            descriptor: AccessoryDescriptor(bus: 1, address: Int(id), port: port, vendor: 0x1209, product: 1, serial: serial))
+    }
+
+    @Test("A timeout streak completes at its limit and starts again; a transfer that works resets it")
+    func timeoutStreak() {
+        var streak = TimeoutStreak(limit: 3)
+        let r1 = streak.timedOut()
+        let r2 = streak.timedOut()
+        #expect(r1 == nil && r2 == nil)
+        streak.succeeded()
+        let r3 = streak.timedOut()
+        let r4 = streak.timedOut()
+        #expect(r3 == nil && r4 == nil)
+        let r5 = streak.timedOut()
+        #expect(r5 == 3)
+        let r6 = streak.timedOut()
+        #expect(streak.count == 1 && r6 == nil, "counting starts again after a streak")
+        #expect(TimeoutStreak(limit: 0).limit == 1)
+    }
+
+    @Test("Timeouts ask for the ladder once per port at a time, within the budget; beyond it the skip says when the port may go again")
+    func schedulerTimeouts() {
+        var scheduler = RecoveryScheduler(policy: RecoveryPolicy(upTo: .reauthorize, budget: 1, per: .seconds(60)))
+        let a = accessory(1, port: "1-1")
+        let first = scheduler.timedOut(3, on: 0x81, of: a, at: .seconds(1))
+        #expect(first == .recover(a, trigger: "3 timeouts on 0x81"))
+        #expect(scheduler.steps(for: first!) == [.reset, .reauthorize])
+        // Under way: another streak on the port starts nothing, not even a skip.
+        let r7 = scheduler.timedOut(3, on: 0x02, of: a, at: .seconds(2))
+        #expect(r7 == nil)
+        let begun = scheduler.begin(port: "1-1")
+        #expect(!begun, "a requested recovery waits its turn too")
+        scheduler.finished(port: "1-1")
+        let r8 = scheduler.timedOut(1, on: 0x02, of: a, at: .seconds(3))
+        #expect(r8 == .budgetSpent(a, trigger: "1 timeout on 0x02", nextAllowed: .seconds(61)))
+        // Another port has its own budget; after the window the first goes again.
+        let b = accessory(2, port: "1-2")
+        let r9 = scheduler.timedOut(3, on: 0x81, of: b, at: .seconds(4))
+        #expect(r9 == .recover(b, trigger: "3 timeouts on 0x81"))
+        let r10 = scheduler.timedOut(3, on: 0x81, of: a, at: .seconds(61))
+        #expect(r10 == .recover(a, trigger: "3 timeouts on 0x81"))
+        // No policy, or one without timeouts: nothing.
+        var none = RecoveryScheduler(policy: nil)
+        let r11 = none.timedOut(3, on: 0x81, of: a, at: .zero)
+        #expect(r11 == nil)
+        var vanishedOnly = RecoveryScheduler(policy: RecoveryPolicy(afterTimeouts: nil, vanishedFor: .seconds(10)))
+        let r12 = vanishedOnly.timedOut(3, on: 0x81, of: a, at: .zero)
+        #expect(r12 == nil)
+    }
+
+    @Test("A vanished accessory's port is power-cycled after the wait, unless something arrives there; recovered and shut-down connections start no wait")
+    func schedulerVanished() {
+        var scheduler = RecoveryScheduler(policy: RecoveryPolicy(vanishedFor: .seconds(10), budget: 1))
+        let a = accessory(1, port: "1-1"), b = accessory(2, port: "1-2"), c = accessory(3, port: "1-3")
+        scheduler.disconnected(a, reason: .unplugged, at: .seconds(1))
+        scheduler.disconnected(b, reason: .ghostEvicted(.absentFromSnapshot), at: .seconds(2))
+        scheduler.disconnected(c, reason: .recovered(.reset), at: .seconds(2))
+        scheduler.disconnected(c, reason: .shutdown, at: .seconds(2))
+        #expect(scheduler.nextDeadline == .seconds(11))
+        let r13 = scheduler.due(at: .seconds(10))
+        #expect(r13.isEmpty)
+        // Something else arrives on 1-2: its wait ends.
+        scheduler.connected(accessory(4, port: "1-2", serial: "OTHER"))
+        let due = scheduler.due(at: .seconds(12))
+        #expect(due == [.bringBack(a, trigger: "vanished for 10 s")])
+        #expect(scheduler.steps(for: due[0]) == [.powerCycle])
+        #expect(scheduler.nextDeadline == nil)
+        scheduler.finished(port: "1-1")
+        // It vanishes again: the budget of 1 is spent, reported once, and nothing waits.
+        scheduler.disconnected(a, reason: .unplugged, at: .seconds(20))
+        let r14 = scheduler.due(at: .seconds(30))
+        #expect(r14 == [.budgetSpent(a, trigger: "vanished for 10 s", nextAllowed: .seconds(3612))])
+        let r15 = scheduler.due(at: .seconds(100))
+        #expect(scheduler.nextDeadline == nil && r15.isEmpty)
+        // A ladder that stops below the power cycle cannot bring anything back: no wait.
+        var low = RecoveryScheduler(policy: RecoveryPolicy(upTo: .reauthorize, vanishedFor: .seconds(1)))
+        low.disconnected(a, reason: .unplugged, at: .zero)
+        #expect(low.nextDeadline == nil)
+        #expect(RecoveryScheduler.seconds(.milliseconds(1500)) == "1.5 s" && RecoveryScheduler.seconds(.milliseconds(250)) == "0.25 s")
+    }
+
+    @Test("The same accessory back after a vanished connection's wait links to it while a recovery brings it back, and not without one")
+    func returnLink() throws {
+        var registry = ConnectionRegistry()
+        let first = try firstAccessory(notifications(&registry, [(0, .added(device(5, port: "1-4")))]))
+        _ = notifications(&registry, [(1, removal(5, port: "1-4"))])
+        var linked = registry
+        linked.now = .seconds(12)
+        linked.expectReturn(of: first, until: .seconds(30))
+        let again = notifications(&linked, [(20, .added(device(6, port: "1-4")))])
+        #expect(again.first?.accessory.previousConnectionID == first.connectionID, "\(again)")
+        let unlinked = notifications(&registry, [(20, .added(device(6, port: "1-4")))])
+        #expect(unlinked.first?.accessory.previousConnectionID == nil, "\(unlinked)")
+    }
 }

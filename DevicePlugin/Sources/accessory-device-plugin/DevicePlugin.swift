@@ -35,6 +35,7 @@ struct DevicePlugin: Sendable {
         // What is connected now goes into the list before the plugin serves or registers, so
         // the kubelet's first list is complete (no capacity 0, then N, at every start).
         let (current, events) = await Self.subscribe(manager)
+        let reports = manager.recoveries()
         _ = board.apply(current.map { .connected($0) })
         let devices = board.publish() ?? []
         logger.info("devices: \(devices.count) healthy at the start")
@@ -50,6 +51,16 @@ struct DevicePlugin: Sendable {
                         logger.info("devices: \(healthy) healthy, \(devices.count - healthy) unhealthy")
                     }
                 }
+            }
+            group.addTask {
+                // A recovery's device is Unhealthy while its connection is gone (the events
+                // say so); this says what the recovery did.
+                for await report in reports {
+                    let steps = report.skipped ?? report.steps.map { "\($0.step.name): \($0.outcome)" }.joined(separator: "; ")
+                    logger.notice(
+                        "recovery on port \(report.port) (\(report.trigger)): \(steps); \(report.recovered ? "recovered" : "not recovered")")
+                }
+                try? await Task.sleep(for: .seconds(86_400 * 365))  // its end (shutdown) is not the plugin's
             }
             group.addTask { try await serveAndRegister() }
             defer { changed.finish() }

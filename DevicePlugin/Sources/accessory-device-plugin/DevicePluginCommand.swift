@@ -29,6 +29,12 @@ struct DevicePluginCommand: AsyncParsableCommand {
             its own socket is removed, and on SIGTERM or SIGINT stops serving, removes its socket \
             and exits 0.
 
+            With --recover it recovers accessories itself (AccessoryKit's RecoveryPolicy, as \
+            `accessoryctl watch --recover`); --recover-vanished SECONDS power-cycles the port of an \
+            accessory that left and stayed away that long. While an accessory recovers its device \
+            is Unhealthy, under the same ID, and Healthy again when it is back; each recovery is \
+            logged.
+
             With --metrics HOST:PORT it serves Prometheus metrics at http://HOST:PORT/metrics, as \
             `accessoryctl watch --metrics` does (port 0: a free port, which the log names).
 
@@ -56,6 +62,16 @@ struct DevicePluginCommand: AsyncParsableCommand {
         valueName: "HOST:PORT"))
     var metrics: String?
 
+    @Flag(help: "Recover accessories automatically (after 3 transfer timeouts in a row, up to a power cycle, at most 3 per port per hour).")
+    var recover = false
+
+    @Option(name: .customLong("recover-up-to"), help: ArgumentHelp("With --recover: the last step tried: reset, reauthorize or power-cycle.", valueName: "step"))
+    var recoverUpTo: String?
+
+    @Option(name: .customLong("recover-vanished"), help: ArgumentHelp(
+        "With --recover: power-cycle the port of an accessory that left and stayed away this many seconds.", valueName: "seconds"))
+    var recoverVanished: Double?
+
     @Flag(name: .shortAndLong, help: "Log more (twice for trace level).")
     var verbose: Int
 
@@ -81,6 +97,18 @@ struct DevicePluginCommand: AsyncParsableCommand {
         guard reconcileInterval.isFinite, reconcileInterval > 0, reconcileInterval <= 3600 else {
             throw ValidationError("--reconcile-interval must be more than 0 and at most 3600 seconds")
         }
+        if !recover, recoverUpTo != nil || recoverVanished != nil {
+            throw ValidationError("--recover-up-to and --recover-vanished need --recover")
+        }
+        if let recoverUpTo {
+            let steps = RecoveryStep.ladder(upTo: .powerCycle)
+            guard let step = RecoveryStep(name: recoverUpTo), steps.contains(step) else {
+                throw ValidationError("--recover-up-to must be one of \(steps.map(\.name).joined(separator: ", ")), not '\(recoverUpTo)'")
+            }
+        }
+        if let recoverVanished, !(recoverVanished.isFinite && recoverVanished > 0 && recoverVanished <= 86_400) {
+            throw ValidationError("--recover-vanished must be more than 0 and at most 86400 seconds")
+        }
         if let metrics {
             do {
                 _ = try MetricsAddress(parsing: metrics)
@@ -88,6 +116,14 @@ struct DevicePluginCommand: AsyncParsableCommand {
                 throw ValidationError("--metrics: \(error)")
             }
         }
+    }
+
+    /// The policy of --recover, or `nil`.
+    var policy: RecoveryPolicy? {
+        guard recover else { return nil }
+        return RecoveryPolicy(
+            upTo: recoverUpTo.flatMap(RecoveryStep.init(name:)) ?? .powerCycle,
+            vanishedFor: recoverVanished.map { .milliseconds(Int64(($0 * 1000).rounded())) })
     }
 
     var socketPath: String { (kubeletDir as NSString).appendingPathComponent(socketName) }
@@ -110,7 +146,7 @@ struct DevicePluginCommand: AsyncParsableCommand {
         do {
             manager = try await AccessoryManager(configuration: .init(
                 reconcileInterval: .milliseconds(Int64(reconcileInterval * 1000)),
-                supportedProtocols: protocols.isEmpty ? nil : Set(protocols)))
+                supportedProtocols: protocols.isEmpty ? nil : Set(protocols), recovery: policy))
         } catch {
             logger.error("cannot start the accessory manager: \(error)")
             throw ExitCode(1)

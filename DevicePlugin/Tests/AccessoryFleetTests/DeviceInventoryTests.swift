@@ -35,6 +35,27 @@ struct DeviceInventoryTests {
         #expect(a.hasPrefix("1209-0001-XXXX"))
     }
 
+    @Test("Recovered: unhealthy under its ID while the recovery runs, healthy again under the same ID when the connection that continues it comes back, serial or not")
+    func recoveredAndBack() throws {
+        for serial in ["HEAL", nil] {
+            var inventory = DeviceInventory(protocols: [Self.loopback])
+            let old = Accessory(connectionID: ConnectionID(rawValue: 1), descriptor: descriptor(serial, port: "1-4.2", address: 5))
+            inventory.apply(.connected(old))
+            let id = try #require(inventory.devices.first?.id)
+            let ended = inventory.apply(.disconnected(old, .recovered(.powerCycle)))
+            #expect(ended)
+            #expect(inventory.devices == [.init(id: id, isHealthy: false)])
+            #expect(throws: DeviceInventory.AllocationError.unhealthy(id)) { try inventory.allocation(for: id) }
+            let back = Accessory(
+                connectionID: ConnectionID(rawValue: 2), descriptor: descriptor(serial, port: "1-4.2", address: 9),
+                previousConnectionID: old.connectionID)
+            let returned = inventory.apply(.connected(back))
+            #expect(returned)
+            #expect(inventory.devices == [.init(id: id, isHealthy: true)], "\(String(describing: serial))")
+            #expect(try inventory.allocation(for: id).devicePath == "/dev/bus/usb/001/009")
+        }
+    }
+
     @Test("Unplugged: stays listed, unhealthy; back under the same ID with its new node")
     func unplugAndReturn() throws {
         var registry = ConnectionRegistry()

@@ -395,3 +395,46 @@ struct DevicePluginTests {
         try? FileManager.default.removeItem(atPath: running.directory)
     }
 }
+
+extension DevicePluginTests {
+    /// Runs `body`, failing after `timeout`: a gRPC call that hangs fails the test instead
+    /// of the suite.
+    static func bounded<R: Sendable>(_ what: String, _ timeout: Duration, _ body: @escaping @Sendable () async throws -> R) async throws -> R {
+        try await withThrowingTaskGroup(of: R?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw Poll.Timeout(description: "\(what): not done within \(timeout)")
+            }
+            return value
+        }
+    }
+
+    @Test("--recover --recover-vanished: a vanished accessory's device turns Unhealthy under its ID, the plugin power-cycles its port, and it is Healthy again under the same ID with its new node")
+    func recoversAVanishedAccessory() async throws {
+        let hub = try Simulator.ctl("plug-hub", "1-43", "2")
+        try #require(hub.count >= 3, "\(hub)")
+        defer { _ = try? Simulator.ctl("unplug", "\(hub[1]):\(hub[2])") }
+        let added = try Simulator.ctl("plug", "1209:00d2:HEALME:org.example.loopback", "--port", "1-43.1")
+        try #require(added.count >= 3, "\(added)")
+        defer { if let now = try? Simulator.device(serial: "HEALME") { _ = try? Simulator.ctl("unplug", "\(now.bus):\(now.address)") } }
+        let id = "1209-00d2-HEALME"
+        try await withPlugin(arguments: ["--recover", "--recover-vanished", "1"]) { running in
+            try await running.lists.wait(timeout: .seconds(5), "\(id) healthy") { $0[id] == "Healthy" }
+            let before = try #require(try Simulator.device(serial: "HEALME"))
+            try Simulator.ctl("vanish", "\(before.bus):\(before.address)", "--back-on", "power-cycle")
+            try await running.lists.wait(timeout: .seconds(5), "\(id) unhealthy") { $0[id] == "Unhealthy" }
+            let back = try await running.lists.wait(timeout: .seconds(15), "\(id) healthy again") { $0[id] == "Healthy" }
+            #expect(back.keys.filter { $0.contains("HEALME") } == [id], "one device, under the same ID: \(back)")
+            let now = try #require(try Simulator.device(serial: "HEALME"))
+            #expect(now.address != before.address)
+            let response = try await Self.bounded("Allocate", .seconds(10)) { try await self.allocate(running, [id]) }
+            #expect(response.containerResponses.first?.devices.map(\.hostPath) == [String(format: "/dev/bus/usb/%03d/%03d", now.bus, now.address)])
+            #expect(running.plugin.log.contains("recovery on port 1-43.1 (vanished for 1 s): power-cycle: recovered"), "\(running.plugin.log)")
+        }
+    }
+}

@@ -352,6 +352,17 @@ public struct ConnectionRegistry: Sendable {
         recovering[id] = (step, deadline)
     }
 
+    /// Says that a recovery is about to bring back `accessory`, whose connection ended
+    /// already (it vanished from its port), and waits for it until `deadline` (by ``now``):
+    /// the same physical accessory arriving on that port by then continues it, even after
+    /// ``linkWindow``, unless another connection ended on the port since. The mark ends with
+    /// ``endRecovery(of:)``.
+    package mutating func expectReturn(of accessory: Accessory, until deadline: Duration) {
+        let key = accessory.descriptor.portKey
+        guard ports[key]?.ended?.id == accessory.connectionID else { return }
+        ports[key]?.ended?.recoveredUntil = deadline
+    }
+
     /// Says that the recovery of connection `id` is over: a connection still registered
     /// (a reset that kept the device in place) ends for what the OS shows from now on, and
     /// a successor that has not come yet links only within ``linkWindow``.

@@ -164,6 +164,13 @@ public struct AccessoryTracker: Sendable {
         registry.expectRecovery(of: id, step: step, until: deadline)
     }
 
+    /// Says that a recovery is about to bring back `accessory`, whose connection ended when
+    /// it vanished, and waits for it until `deadline`: the same physical accessory back on
+    /// its port by then names it as `Accessory.previousConnectionID`.
+    public mutating func expectReturn(of accessory: Accessory, until deadline: Duration) {
+        registry.expectReturn(of: accessory, until: deadline)
+    }
+
     /// Says that the recovery of connection `id` is over (it worked, or the ladder gave up).
     public mutating func endRecovery(of id: ConnectionID) {
         registry.endRecovery(of: id)

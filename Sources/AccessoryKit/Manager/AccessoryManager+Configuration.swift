@@ -34,9 +34,19 @@ extension AccessoryManager {
         /// Where the manager logs; by default `accessorykit`, to whatever handler the
         /// application bootstrapped.
         public var logger: Logger
-        /// Recovery: its `command` is the ladder's `.command` step. (Automatic recovery by
-        /// the policy's triggers is not built yet: ``AccessoryManager/recover(_:upTo:)`` runs
-        /// the ladder when asked.) `nil` (the default): no command step.
+        /// Automatic recovery, and the ladder's `.command` step (the policy's `command`).
+        /// After `afterTimeouts` transfer timeouts in a row in the one-transfer calls
+        /// (``AccessorySession/transferIn(_:length:timeout:)``,
+        /// ``AccessorySession/transferOut(_:_:timeout:)``) of the sessions on an accessory,
+        /// with no call that worked between them, the manager runs the ladder on it up to
+        /// `upTo` (trigger `3 timeouts on 0x81`); a stream's read or write that waits longer
+        /// than its timeout is not a transfer timeout. With `vanishedFor`, a port whose
+        /// accessory left (unplugged, or evicted as a ghost) and that nothing replaced for
+        /// that long gets the ladder's power cycle, then the command (trigger `vanished for
+        /// 10 s`). Each port gets at most `budget` automatic recoveries per `per`; beyond it,
+        /// ``AccessoryManager/recoveries()`` reports the skip (``RecoveryReport/skipped``)
+        /// and a warning is logged. One recovery per port runs at a time, in a task of its
+        /// own. `nil` (the default): nothing is automatic and there is no command step.
         public var recovery: RecoveryPolicy?
 
         /// A configuration; the defaults suit most applications.

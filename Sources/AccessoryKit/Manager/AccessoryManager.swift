@@ -49,6 +49,15 @@ public actor AccessoryManager {
     private var suspectPipes = SuspectPipes()
     /// Hotplug notices taken so far, by kind (for metrics).
     package private(set) var hotplugCounts = HotplugCounts()
+    /// Automatic recovery's decisions (``Configuration/recovery``), and the ports being
+    /// recovered, requested recoveries included (see AccessoryManager+AutoRecovery.swift).
+    var recoveryScheduler: RecoveryScheduler
+    /// The host timer for ``recoveryScheduler``'s next deadline.
+    var recoveryTimer: (at: Duration, timer: HostTimer)?
+    /// The automatic recoveries under way, by port: shutdown cancels them.
+    var recoveryTasks: [String: Task<Void, Never>] = [:]
+    /// Each connection's timeout count, shared by its sessions, while it has had one.
+    var timeoutWatches: [ConnectionID: TimeoutWatch] = [:]
 
     /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
     /// devices become the first `.connected` events.
@@ -77,6 +86,7 @@ public actor AccessoryManager {
         }
         self.logger = configuration.logger
         self.libusbVersion = host.version
+        self.recoveryScheduler = RecoveryScheduler(policy: configuration.recovery)
         // Subscribe first, then take the snapshot: no attach can fall in between.
         let notices = try host.startMonitoring()
         self.isHotplugAvailable = notices != nil
@@ -109,6 +119,8 @@ public actor AccessoryManager {
         host.stopMonitoring()
         monitorTask?.cancel()
         armed?.timer.cancel()
+        recoveryTimer?.timer.cancel()
+        for task in recoveryTasks.values { task.cancel() }
         fanOut.finish()
         recoveryWatchers.finish()
     }
@@ -183,6 +195,7 @@ public actor AccessoryManager {
         isShutDown = true
         armed?.timer.cancel()
         armed = nil
+        stopAutomaticRecovery()
         // Sessions first: closing them needs the event thread to complete their transfers.
         await closeSessionsAtShutdown()
         host.stopMonitoring()
@@ -239,15 +252,21 @@ public actor AccessoryManager {
         for event in effects.events {
             switch event {
             case .connected(let accessory):
+                recoveryScheduler.connected(accessory)
                 logger.debug(
                     "connected \(accessory.connectionID): \(accessory.descriptor.vendorProduct) \(accessory.physicalIdentity) on \(accessory.descriptor.port) address \(accessory.descriptor.address.map(String.init) ?? "?")")
             case .disconnected(let accessory, let reason):
                 endSessions(of: accessory.connectionID, reason: reason)
                 suspectPipes.disconnected(accessory.connectionID, reason: reason)
+                if !timeoutWatches.isEmpty { timeoutWatches[accessory.connectionID] = nil }
+                if configuration.recovery?.vanishedFor != nil {
+                    recoveryScheduler.disconnected(accessory, reason: reason, at: host.uptime().monotonic)
+                }
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
             fanOut.send(event)
         }
+        if !effects.events.isEmpty, configuration.recovery?.vanishedFor != nil { armRecoveryTimer() }
         for alarm in effects.falseAlarms { suspectPipes.falseAlarm(alarm.id, on: tracker.entry(alarm.id), operation: alarm.operation, logger: logger) }
         guard let look = effects.look else { return effects }
         var all = effects

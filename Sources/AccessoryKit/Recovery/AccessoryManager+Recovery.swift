@@ -20,30 +20,46 @@ extension AccessoryManager {
     /// - Returns: the accessory as it is now: the same connection when a reset kept the device
     ///   in place, else the new connection, whose `previousConnectionID` is
     ///   `accessory.connectionID`.
-    /// - Throws: `.notFound` when `accessory` is not connected; `.io` when the whole ladder
-    ///   failed, with every step and its outcome in the message.
+    /// - Throws: `.notFound` when `accessory` is not connected; `.busy` when a recovery of its
+    ///   port is under way (an automatic one, or another request); `.io` when the whole
+    ///   ladder failed, with every step and its outcome in the message.
     public func recover(_ accessory: Accessory, upTo last: RecoveryStep = .powerCycle) async throws(AccessoryError) -> Accessory {
-        try await recover(accessory, upTo: last, trigger: "requested")
+        let port = accessory.descriptor.port
+        guard tracker.entry(accessory.connectionID) != nil else { throw Self.notConnected(accessory) }
+        guard recoveryScheduler.begin(port: port) else {
+            throw AccessoryError(.busy, "a recovery of port \(port) is under way", operation: "recover")
+        }
+        defer { recoveryScheduler.finished(port: port) }
+        return try await recover(accessory, steps: RecoveryStep.ladder(upTo: last), trigger: "requested", vanished: false)
     }
 
-    /// One report per recovery, automatic or requested, as each ends. The stream finishes at
-    /// ``shutdown()``.
+    /// One report per recovery, automatic or requested, as each ends, and one per automatic
+    /// recovery the port's budget did not allow (``RecoveryReport/skipped``). The stream
+    /// finishes at ``shutdown()``.
     public nonisolated func recoveries() -> AsyncStream<RecoveryReport> {
         recoveryWatchers.subscribe()
     }
 
-    /// Runs the ladder for `trigger` and reports it.
-    func recover(_ accessory: Accessory, upTo last: RecoveryStep, trigger: String) async throws(AccessoryError) -> Accessory {
+    static func notConnected(_ accessory: Accessory) -> AccessoryError {
+        AccessoryError(
+            .notFound, "accessory \(AccessorySession.label(accessory)) (connection \(accessory.connectionID)) is not connected",
+            operation: "recover")
+    }
+
+    /// Runs `ladder` for `trigger` and reports it. The caller holds the port
+    /// (``RecoveryScheduler/begin(port:)``).
+    /// - Parameter vanished: `accessory`'s connection ended already (it vanished from its
+    ///   port): the same physical accessory coming back continues it.
+    func recover(_ accessory: Accessory, steps ladder: [RecoveryStep], trigger: String, vanished: Bool) async throws(AccessoryError) -> Accessory {
         let operation = "recover"
         let label = AccessorySession.label(accessory)
-        guard tracker.entry(accessory.connectionID) != nil else {
-            throw AccessoryError(
-                .notFound, "accessory \(label) (connection \(accessory.connectionID)) is not connected", operation: operation)
-        }
+        if !vanished, tracker.entry(accessory.connectionID) == nil { throw Self.notConnected(accessory) }
         let started = host.uptime().monotonic
+        if vanished { tracker.expectReturn(of: accessory, until: started + Self.recoverySettle * ladder.count + .seconds(5)) }
+        defer { if vanished { tracker.endRecovery(of: accessory.connectionID) } }
         var steps: [(step: RecoveryStep, outcome: String)] = []
-        var current: Accessory? = accessory
-        for step in RecoveryStep.ladder(upTo: last) {
+        var current: Accessory? = vanished ? nil : accessory
+        for step in ladder {
             let outcome = await attempt(step, on: accessory, current: current)
             steps.append((step, outcome.text))
             configuration.logger.info("recovery of \(label), \(step.name): \(outcome.text)")

@@ -19,7 +19,12 @@ public struct RecoveryReport: Sendable {
     public var accessory: Accessory?
     /// How long the recovery took.
     public var duration: Duration
+    /// Why no step ran, when none did: an automatic recovery the port's budget
+    /// (`RecoveryPolicy`'s `budget` per `per`) did not allow, such as `the budget of 1
+    /// recovery per 3600 s on port 1-1.4 is spent; next allowed in 3590 s`. `nil` when the
+    /// ladder ran.
+    public var skipped: String? = nil
 
-    /// Whether the accessory came back and answered.
+    /// Whether the accessory came back and answered (`false` for a skipped recovery too).
     public var recovered: Bool { accessory != nil }
 }

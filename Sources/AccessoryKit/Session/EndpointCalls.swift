@@ -91,6 +91,8 @@ final class EndpointCalls: Sendable {
         var clearingHalt: Set<UInt8> = []
         var failure: AccessoryError?
         var closed = false
+        /// Who counts timeouts for automatic recovery (``setTimeoutWatch(_:)``).
+        var timeoutWatch: TimeoutWatch?
     }
 
     /// What to do once the lock is released.
@@ -102,6 +104,8 @@ final class EndpointCalls: Sendable {
         var gone: DeviceGoneSign?
         /// The endpoint whose queued transfers this thread now submits.
         var submit: UInt8?
+        /// A transfer that worked (`nil`) or timed out (its endpoint), for the timeout watch.
+        var outcome: (watch: TimeoutWatch, timedOut: UInt8?)?
 
         func run(_ onGone: Locked<GoneHandler>) {
             for (c, r) in resume { c.resume(returning: r) }
@@ -109,6 +113,9 @@ final class EndpointCalls: Sendable {
             for t in cancelAll { t.cancelAll() }
             for c in drains { c.resume() }
             if let gone, let report = onGone.withLock({ $0.call }) { report(gone) }
+            if let outcome {
+                if let endpoint = outcome.timedOut { outcome.watch.timedOut(on: endpoint) } else { outcome.watch.succeeded() }
+            }
         }
     }
 
@@ -131,6 +138,12 @@ final class EndpointCalls: Sendable {
     /// Sets who is told, once per session, that a transfer found the device (maybe) gone.
     func setDeviceGoneHandler(_ handler: @escaping @Sendable (DeviceGoneSign) -> Void) {
         onGone.withLock { $0.call = handler }
+    }
+
+    /// Sets who counts this session's transfer timeouts, and the transfers that worked
+    /// between them (automatic recovery).
+    func setTimeoutWatch(_ watch: TimeoutWatch) {
+        state.withLock { $0.timeoutWatch = watch }
     }
 
     /// The current alternate setting.
@@ -308,6 +321,7 @@ final class EndpointCalls: Sendable {
             guard let call = s.calls[tag] else { return }
             switch c.status {
             case .completed:
+                if let watch = s.timeoutWatch { fx.outcome = (watch, nil) }
                 finish(tag, .success(c.data), &s, &fx)
             case .noDevice, .error:
                 // NO_DEVICE, or EPROTO as transfers get on a real unplug: the manager confirms.
@@ -320,6 +334,7 @@ final class EndpointCalls: Sendable {
                     operation: operation, device: device, endpoint: call.endpoint, timeout: call.timeout,
                     session: sessionDescription) ?? AccessoryError(.io, "the transfer on \(device) failed", operation: operation))
                 if s.failure == nil, !s.closed, c.status == .cancelled || c.status == .timedOut { error.bytesTransferred = c.length }
+                if c.status == .timedOut, s.failure == nil, !s.closed, let watch = s.timeoutWatch { fx.outcome = (watch, call.endpoint) }
                 finish(tag, .failure(error), &s, &fx)
             }
         }
