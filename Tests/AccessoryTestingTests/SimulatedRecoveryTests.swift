@@ -217,6 +217,37 @@ struct SimulatedRecoveryTests {
 
     // MARK: Helpers
 
+    @Test("Automatic recovery keeps its budget: a device nothing cures is tried once, then the next trigger is reported as skipped")
+    func automaticRecoveryKeepsItsBudget() async throws {
+        let usb = SimulatedUSB()
+        let device = await usb.plug(Self.accessory("BUDGET"), port: "1-3")
+        var configuration = AccessoryManager.Configuration()
+        configuration.recovery = RecoveryPolicy(upTo: .reset, afterTimeouts: 1, budget: 1, per: .seconds(3600))
+        try await withAccessoryManager(configuration: configuration, usb: usb) { manager in
+            let reports = Mutex<[RecoveryReport]>([])
+            let collecting = Task { for await report in manager.recoveries() { reports.withLock { $0.append(report) } } }
+            defer { collecting.cancel() }
+            await usb.wedge(device, curedBy: nil)
+            for attempt in 1...2 {
+                let current = try #require(await manager.connectedAccessories.first, "attempt \(attempt)")
+                let session = try await manager.openSession(to: current, protocol: "org.example.loopback")
+                let read = try await Self.driving(usb) { try await session.transferIn(0x81, length: 64, timeout: .seconds(1)) }
+                #expect(read.error != nil, "a wedged device's transfer does not complete: \(read)")
+                _ = try await Self.driving(usb) {
+                    while reports.withLock({ $0.count }) < attempt { try await Task.sleep(for: .milliseconds(1)) }
+                }
+                await session.close()
+            }
+            let all = reports.withLock { $0 }
+            try #require(all.count == 2, "\(all)")
+            #expect(all[0].steps.map(\.step) == [.reset], "\(all[0].steps)")
+            #expect(!all[0].recovered && all[0].skipped == nil && all[0].trigger.contains("timeout"), "\(all[0])")
+            #expect(all[1].steps.isEmpty && !all[1].recovered, "\(all[1])")
+            #expect(all[1].skipped?.contains("budget") == true, "\(all[1])")
+            #expect(await usb.devices.count == 1, "the device stays, still wedged")
+        }
+    }
+
     static func accessory(_ serial: String) -> SimulatedAccessory {
         SimulatedAccessory(vendor: 0x1209, product: 0x00f1, serial: serial)
     }
