@@ -68,7 +68,7 @@ final class SimulatedHost: USBHost {
     /// many as the ports in use need. A port deeper down (`1-1.4`) is switched as one of its
     /// own hub's, but no hub is listed for it.
     func hubs() async -> [USBHub] {
-        let numbers = system.portsInUse.compactMap { Self.upstream(of: $0) }.filter { $0.hub == "usb1" }.map(\.number)
+        let numbers = system.portsInUse.compactMap { SysfsPortFiles.upstream(of: $0) }.filter { $0.hub == "usb1" }.map(\.number)
         let count = max(4, numbers.max() ?? 0)
         let ports = (1...count).map { n in
             let name = "1-\(n)"
@@ -82,7 +82,7 @@ final class SimulatedHost: USBHost {
     /// ``SimulatedUSB/powerLog`` when it changes. Off drops what is on it in the kernel's
     /// order; on brings back what was there, at the next address.
     func setPortPower(_ port: String, on: Bool) async throws(AccessoryError) -> PortPowerReport {
-        guard let up = Self.upstream(of: port) else {
+        guard let up = SysfsPortFiles.upstream(of: port) else {
             throw AccessoryError(.invalidArgument, "'\(port)' is not a port (like 1-1.4 or 1-3)", operation: "power")
         }
         if on { await system.powerOn(port: port) } else { await system.powerOff(port: port) }
@@ -95,16 +95,5 @@ final class SimulatedHost: USBHost {
         guard await system.reauthorize(port: port) else {
             throw AccessoryError(.notFound, "no device on port \(port)", operation: "reauthorize")
         }
-    }
-
-    /// The hub a port is on (`usb1` for `1-3`, `1-1` for `1-1.4`) and its number there.
-    static func upstream(of port: String) -> (hub: String, number: Int)? {
-        guard let dash = port.firstIndex(of: "-"), let bus = Int(port[..<dash]), bus > 0 else { return nil }
-        if let dot = port.lastIndex(of: ".") {
-            guard let n = Int(port[port.index(after: dot)...]), n > 0 else { return nil }
-            return (String(port[..<dot]), n)
-        }
-        guard let n = Int(port[port.index(after: dash)...]), n > 0 else { return nil }
-        return ("usb\(bus)", n)
     }
 }

@@ -3,13 +3,13 @@ import Glibc
 
 /// Where sysfs keeps a hub's ports and a device's `authorized`, and writing them, with the
 /// udev rule that grants a non-root user the write when it is refused.
-struct SysfsPortFiles: Sendable {
+package struct SysfsPortFiles: Sendable {
     /// The directory of device links, `/sys/bus/usb/devices`.
     let root: String
 
     /// The hub that a port chain hangs off, and the port's number on it:
     /// `1-1.4` is port 4 of hub `1-1`; `1-4` is port 4 of root hub `usb1`.
-    static func upstream(of port: String) -> (hub: String, number: Int)? {
+    package static func upstream(of port: String) -> (hub: String, number: Int)? {
         guard let dash = port.firstIndex(of: "-"), let bus = Int(port[..<dash]), bus > 0 else { return nil }
         if let dot = port.lastIndex(of: ".") {
             guard let n = Int(port[port.index(after: dot)...]), n > 0 else { return nil }
