@@ -68,17 +68,10 @@ struct WatchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard backlog > 0 else { throw ValidationError("--backlog must be at least 1") }
-        if !recover, recoverUpTo != nil || recoverVanished != nil {
-            throw ValidationError("--recover-up-to and --recover-vanished need --recover")
-        }
-        if let recoverUpTo {
-            let steps = RecoveryStep.ladder(upTo: .powerCycle)
-            guard let step = RecoveryStep(name: recoverUpTo), steps.contains(step) else {
-                throw ValidationError("--recover-up-to must be one of \(steps.map(\.name).joined(separator: ", ")), not '\(recoverUpTo)'")
-            }
-        }
-        if let recoverVanished, !(recoverVanished.isFinite && recoverVanished > 0 && recoverVanished <= 86_400) {
-            throw ValidationError("--recover-vanished must be more than 0 and at most 86400 seconds")
+        do {
+            _ = try RecoveryPolicy.fromOptions(recover: recover, upTo: recoverUpTo, vanishedSeconds: recoverVanished)
+        } catch {
+            throw ValidationError(error.description)
         }
         if let metrics {
             do {
@@ -160,10 +153,8 @@ struct WatchCommand: AsyncParsableCommand {
 
     /// The policy of --recover, or `nil`.
     var policy: RecoveryPolicy? {
-        guard recover else { return nil }
-        return RecoveryPolicy(
-            upTo: recoverUpTo.flatMap(RecoveryStep.init(name:)) ?? .powerCycle,
-            vanishedFor: recoverVanished.map { .milliseconds(Int64(($0 * 1000).rounded())) })
+        // validate() has refused every option this would throw for.
+        try? RecoveryPolicy.fromOptions(recover: recover, upTo: recoverUpTo, vanishedSeconds: recoverVanished)
     }
 
     /// A recovery report's line: the time, the port, the trigger, each step and the outcome;

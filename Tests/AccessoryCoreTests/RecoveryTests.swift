@@ -216,4 +216,26 @@ struct RecoveryTests {
         let unlinked = notifications(&registry, [(20, .added(device(6, port: "1-4")))])
         #expect(unlinked.first?.accessory.previousConnectionID == nil, "\(unlinked)")
     }
+
+    @Test("The command-line options make a policy, and each bad combination is refused with the option it names")
+    func policyFromOptions() throws {
+        #expect(try RecoveryPolicy.fromOptions(recover: false, upTo: nil, vanishedSeconds: nil) == nil)
+        #expect(try RecoveryPolicy.fromOptions(recover: true, upTo: nil, vanishedSeconds: nil) == RecoveryPolicy())
+        let refined = try #require(try RecoveryPolicy.fromOptions(recover: true, upTo: "reauthorize", vanishedSeconds: 2.5))
+        #expect(refined.upTo == .reauthorize)
+        #expect(refined.vanishedFor == .milliseconds(2500))
+        let refused: [(Bool, String?, Double?, String)] = [
+            (false, "reset", nil, "need --recover"), (false, nil, 3, "need --recover"),
+            (true, "command", nil, "not 'command'"), (true, "sideways", nil, "must be one of reset, reauthorize, power-cycle"),
+            (true, nil, 0, "--recover-vanished must be"), (true, nil, 86_401, "--recover-vanished must be"),
+            (true, nil, .nan, "--recover-vanished must be"),
+        ]
+        for (recover, upTo, seconds, words) in refused {
+            #expect {
+                try RecoveryPolicy.fromOptions(recover: recover, upTo: upTo, vanishedSeconds: seconds)
+            } throws: { error in
+                (error as? RecoveryPolicy.OptionError)?.description.contains(words) == true
+            }
+        }
+    }
 }

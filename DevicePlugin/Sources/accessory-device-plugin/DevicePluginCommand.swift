@@ -97,17 +97,10 @@ struct DevicePluginCommand: AsyncParsableCommand {
         guard reconcileInterval.isFinite, reconcileInterval > 0, reconcileInterval <= 3600 else {
             throw ValidationError("--reconcile-interval must be more than 0 and at most 3600 seconds")
         }
-        if !recover, recoverUpTo != nil || recoverVanished != nil {
-            throw ValidationError("--recover-up-to and --recover-vanished need --recover")
-        }
-        if let recoverUpTo {
-            let steps = RecoveryStep.ladder(upTo: .powerCycle)
-            guard let step = RecoveryStep(name: recoverUpTo), steps.contains(step) else {
-                throw ValidationError("--recover-up-to must be one of \(steps.map(\.name).joined(separator: ", ")), not '\(recoverUpTo)'")
-            }
-        }
-        if let recoverVanished, !(recoverVanished.isFinite && recoverVanished > 0 && recoverVanished <= 86_400) {
-            throw ValidationError("--recover-vanished must be more than 0 and at most 86400 seconds")
+        do {
+            _ = try RecoveryPolicy.fromOptions(recover: recover, upTo: recoverUpTo, vanishedSeconds: recoverVanished)
+        } catch {
+            throw ValidationError(error.description)
         }
         if let metrics {
             do {
@@ -120,10 +113,8 @@ struct DevicePluginCommand: AsyncParsableCommand {
 
     /// The policy of --recover, or `nil`.
     var policy: RecoveryPolicy? {
-        guard recover else { return nil }
-        return RecoveryPolicy(
-            upTo: recoverUpTo.flatMap(RecoveryStep.init(name:)) ?? .powerCycle,
-            vanishedFor: recoverVanished.map { .milliseconds(Int64(($0 * 1000).rounded())) })
+        // validate() has refused every option this would throw for.
+        try? RecoveryPolicy.fromOptions(recover: recover, upTo: recoverUpTo, vanishedSeconds: recoverVanished)
     }
 
     var socketPath: String { (kubeletDir as NSString).appendingPathComponent(socketName) }
