@@ -26,7 +26,10 @@ final class CaptureRecorder: Sendable {
     /// The completions of the current pass, held until their records are written.
     private let deliveries = Locked<[@Sendable () -> Void]>([])
     /// The writer thread: a serial queue, so passes are written, and their completions
-    /// handed on, one after another in the order the passes ended.
+    /// handed on, one after another in the order the passes ended. What it shares with the
+    /// other threads is behind locks: the held completions are moved out of `deliveries`
+    /// under its lock and into the block (`async` is the hand-over); the queued records are
+    /// in the writer's `output` lock; and one flush at a time runs under its `writing` lock.
     private let writerQueue = DispatchQueue(label: "AccessoryKit.capture-writer")
 
     /// Creates the file at `path` (emptied if it exists).
