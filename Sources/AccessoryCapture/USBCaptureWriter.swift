@@ -8,8 +8,8 @@ import AccessoryLocking
 /// completion, each with the 64-byte header usbmon gives it. Wireshark, `tshark` and
 /// ``USBCapture`` read it.
 ///
-/// Each record is written with one `writev(2)` as it is made (or, for a completion made with
-/// `deferred`, at the next ``flush()`` or record), under a lock: a process killed between
+/// Each record is written with one `writev(2)` as it is made (or, for a record made with
+/// `deferred`, at the next ``flush()`` or record), one flush at a time: a process killed between
 /// records leaves a file that reads to its last record, and threads may record concurrently.
 /// The first write that fails or falls short (a full disk) cuts the file back to its last
 /// whole record and ends the writing: that error is kept in ``failure`` and thrown by every
@@ -21,6 +21,8 @@ package final class USBCaptureWriter: Sendable {
     private let now: @Sendable () -> Duration
     private let writeVector: WriteVector
     private let output: Locked<Output>
+    /// Held for the whole of one flush of the held records; see `write(_:deferred:)`.
+    private let writing = Locked(())
 
     /// `writev(2)`'s shape: the descriptor, the buffers and their count; the bytes written,
     /// or -1 with `errno` set.
@@ -93,14 +95,16 @@ package final class USBCaptureWriter: Sendable {
     /// - Throws: ``USBCaptureError`` when a write failed (now or before) or the sync did.
     package func close() throws(USBCaptureError) {
         try flush()
-        let failure: USBCaptureError? = output.withLock { o in
-            guard o.fd >= 0 else { return o.failure }
-            if fsync(o.fd) != 0, o.failure == nil {
-                o.failure = USBCaptureError(file: path, offset: nil, reason: "fsync failed: \(String(cString: strerror(errno)))")
+        let failure: USBCaptureError? = writing.withLock { _ in
+            output.withLock { o in
+                guard o.fd >= 0 else { return o.failure }
+                if fsync(o.fd) != 0, o.failure == nil {
+                    o.failure = USBCaptureError(file: path, offset: nil, reason: "fsync failed: \(String(cString: strerror(errno)))")
+                }
+                Glibc.close(o.fd)
+                o.fd = -1
+                return o.failure
             }
-            Glibc.close(o.fd)
-            o.fd = -1
-            return o.failure
         }
         if let failure { throw failure }
     }
@@ -120,9 +124,11 @@ package final class USBCaptureWriter: Sendable {
     ///   - setup: the setup packet of a control transfer.
     ///   - data: OUT only: the bytes the host sends.
     ///   - requestedLength: the URB's buffer length.
+    ///   - deferred: whether the record waits for the next ``flush()`` (or the next record
+    ///     not deferred), as a deferred completion does.
     package func submit(
         urbID: UInt64, bus: Int, device: Int, endpoint: UInt8, kind: USBCapture.Transfer.Kind,
-        setup: USBCapture.Setup? = nil, data: ArraySlice<UInt8> = [], requestedLength: Int
+        setup: USBCapture.Setup? = nil, data: ArraySlice<UInt8> = [], requestedLength: Int, deferred: Bool = false
     ) throws(USBCaptureError) {
         let isIn = endpoint & 0x80 != 0
         var header = header(urbID, .submit, bus, device, endpoint, kind)
@@ -133,7 +139,7 @@ package final class USBCaptureWriter: Sendable {
             header.setupField = setup.field
         }
         header.dataFlag = isIn ? 0x3c : USBMonHeader.present  // '<': IN data comes at completion
-        try write(header, data: isIn ? [] : data, deferred: false)
+        try write(header, data: isIn ? [] : data, deferred: deferred)
     }
 
     /// Records a completion (`C`).
@@ -200,30 +206,45 @@ package final class USBCaptureWriter: Sendable {
 
     /// Writes the deferred records and then `parts` (one record, or none), or, `deferred`,
     /// holds `parts` for later.
+    ///
+    /// Two locks: `output` guards the queue of held records and the file's state, and is
+    /// held only for moments; `writing` is held for the whole of one flush (taking the queue,
+    /// the `writev(2)`, the accounting), so flushes run one at a time and in the order they
+    /// took the queue, which is the file's order. A thread that only queues a record (a
+    /// submission, deferred) never waits for another thread's `writev(2)`. The lock order is
+    /// always `writing`, then `output`.
     private func write(_ parts: [ArraySlice<UInt8>], deferred: Bool) throws(USBCaptureError) {
         try output.withLock { (o: inout Output) throws(USBCaptureError) in
             if let failure = o.failure { throw failure }
             guard o.fd >= 0 else { return }  // closed: dropped
             o.held += parts
             o.heldBytes += parts.reduce(0) { $0 + $1.count }
-            if deferred { return }
-            let parts = o.held
-            let total = o.heldBytes
-            o.held = []
-            o.heldBytes = 0
-            if parts.isEmpty { return }
-            if let reason = writeAll(o.fd, parts, total) {
+        }
+        if deferred { return }
+        try writing.withLock { (_: inout Void) throws(USBCaptureError) in
+            // The fd stays open while `writing` is held: `close()` takes it too.
+            let (fd, parts, total, size): (Int32, [ArraySlice<UInt8>], Int, Int) = try output.withLock {
+                (o: inout Output) throws(USBCaptureError) in
+                if let failure = o.failure { throw failure }
+                defer {
+                    o.held = []
+                    o.heldBytes = 0
+                }
+                return (o.fd, o.held, o.heldBytes, o.size)
+            }
+            if parts.isEmpty || fd < 0 { return }
+            if let reason = writeAll(fd, parts, total) {
                 // Nothing more: a record written after a cut one would be lost to readers.
-                let cut = ftruncate(o.fd, off_t(o.size)) == 0
+                let cut = ftruncate(fd, off_t(size)) == 0
                 let failure = USBCaptureError(
                     file: path, offset: nil,
                     reason: "write failed: \(reason); "
-                        + (cut ? "the capture ends at its last whole record (byte \(o.size))" : "the capture may end in a cut record")
+                        + (cut ? "the capture ends at its last whole record (byte \(size))" : "the capture may end in a cut record")
                         + ", and nothing more is recorded")
-                o.failure = failure
+                output.withLock { $0.failure = failure }
                 throw failure
             }
-            o.size += total
+            output.withLock { $0.size += total }
         }
     }
 

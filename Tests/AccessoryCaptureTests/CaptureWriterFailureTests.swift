@@ -100,4 +100,38 @@ struct CaptureWriterFailureTests {
         try writer.submit(urbID: 3, bus: 1, device: 4, endpoint: 0x81, kind: .bulk, requestedLength: 8)
         #expect(writer.failure == nil)
     }
+
+    @Test("Deferred submissions, queued by many threads while others flush, are all written, each before its completion, with the bytes they had when queued")
+    func deferredSubmissionsAcrossThreads() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path("threads.pcapng")
+        let writer = try USBCaptureWriter(path: path)
+        let threads = 4
+        let perThread = 200
+        DispatchQueue.concurrentPerform(iterations: threads + 1) { t in
+            if t == threads {
+                // The writer thread's part: flushes while the others queue.
+                for _ in 0..<(perThread / 2) { try? writer.flush() }
+                return
+            }
+            for i in 0..<perThread {
+                let id = UInt64(t * perThread + i + 1)
+                var bytes: [UInt8] = [UInt8(t), UInt8(i & 0xff)]
+                try? writer.submit(
+                    urbID: id, bus: 1, device: 4, endpoint: 0x01, kind: .bulk, data: bytes[...], requestedLength: 2,
+                    deferred: true)
+                bytes[0] = 0xee  // the caller's array changes after the record was queued
+                try? writer.complete(
+                    urbID: id, bus: 1, device: 4, endpoint: 0x01, kind: .bulk, status: 0, actualLength: 2, deferred: i % 2 == 0)
+            }
+        }
+        try writer.close()
+        #expect(writer.failure == nil)
+        let capture = try USBCapture(path: path)
+        #expect(capture.truncation == nil)
+        let transfers = try capture.transfersOfDevice()
+        #expect(transfers.count == threads * perThread)  // a completion before its submission would be left out
+        #expect(transfers.allSatisfy { $0.status == 0 && $0.data.count == 2 && $0.data[0] != 0xee })
+        #expect(Set(transfers.map { [$0.data[0], $0.data[1]] }).count == threads * perThread)
+    }
 }

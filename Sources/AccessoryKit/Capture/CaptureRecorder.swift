@@ -1,5 +1,6 @@
 import AccessoryCapture
 import AccessoryCore
+import Dispatch
 import Glibc
 import Logging
 import AccessoryLocking
@@ -10,9 +11,11 @@ import AccessoryLocking
 /// last whole record: the error is logged once and kept in ``error``; the transfers go on.
 ///
 /// On a host whose completions come in passes of an event loop (libusb's event thread, see
-/// ``batchEventPasses()``), the completions of one pass are recorded together, with one
-/// `writev(2)` at the end of the pass, and only then handed on: a completion the caller
-/// has seen is in the file all the same.
+/// ``batchEventPasses()``), the file is written by a writer thread of its own: a submission's
+/// record is queued (not written) by the thread that submits; at the end of each pass the
+/// event thread queues the pass's completion records and hands the completions to the
+/// writer, which writes everything queued with one `writev(2)` and only then hands the
+/// completions on, in order. A completion the caller has seen is in the file all the same.
 final class CaptureRecorder: Sendable {
     private let writer: USBCaptureWriter
     private let logger: Logger
@@ -22,6 +25,12 @@ final class CaptureRecorder: Sendable {
     private let batchesPasses = Locked(false)
     /// The completions of the current pass, held until their records are written.
     private let deliveries = Locked<[@Sendable () -> Void]>([])
+    /// The writer thread: a serial queue, so passes are written, and their completions
+    /// handed on, one after another in the order the passes ended. What it shares with the
+    /// other threads is behind locks: the held completions are moved out of `deliveries`
+    /// under its lock and into the block (`async` is the hand-over); the queued records are
+    /// in the writer's `output` lock; and one flush at a time runs under its `writing` lock.
+    private let writerQueue = DispatchQueue(label: "AccessoryKit.capture-writer")
 
     /// Creates the file at `path` (emptied if it exists).
     /// - Throws: `.io` naming the path when it cannot be created.
@@ -86,10 +95,14 @@ final class CaptureRecorder: Sendable {
             return s.nextID
         }
         let urb = URB(id: id, bus: bus, device: device, endpoint: endpoint, kind: kind)
+        // With a writer thread, the record waits in the writer's queue (`data` is a value: the
+        // queue keeps these bytes alive and unchanged until they are written), and is written
+        // before any later record, so before the transfer's completion's.
+        let deferred = batchesPasses.withLock { $0 }
         note {
             try writer.submit(
                 urbID: id, bus: bus, device: device, endpoint: endpoint, kind: kind, setup: setup, data: data,
-                requestedLength: requestedLength)
+                requestedLength: requestedLength, deferred: deferred)
         }
         return urb
     }
@@ -117,16 +130,19 @@ final class CaptureRecorder: Sendable {
         batchesPasses.withLock { $0 = true }
     }
 
-    /// The end of a pass of the event loop: writes the pass's completions with one
-    /// `writev(2)`, then hands them on, in order.
+    /// The end of a pass of the event loop: hands the pass's completions to the writer
+    /// thread, which writes everything queued so far (the pass's records and the submissions
+    /// before them) with one `writev(2)`, then hands the completions on, in order.
     func endEventPass() {
         let held = deliveries.withLock { d in
             defer { d = [] }
             return d
         }
         guard !held.isEmpty else { return }
-        note { try writer.flush() }
-        for deliver in held { deliver() }
+        writerQueue.async { [self] in
+            note { try writer.flush() }
+            for deliver in held { deliver() }
+        }
     }
 
     private func complete(_ urb: URB, _ completion: TransferCompletion, deferred: Bool) {
