@@ -113,6 +113,27 @@ struct ReplayEndTests {
         #expect(report.matched == 1 && report.divergences.count == 1, "\(report)")
     }
 
+    @Test("A call ended beyond the recording leaves the stream's read-ahead on another endpoint waiting: only the call is a divergence, until someone reads")
+    func endingACallLeavesTheReadAheadAlone() async throws {
+        let b = try Builder("both")
+        try b.transfer(0x81, answer: [1, 2, 3])  // transfer 2
+        try b.transfer(0x83, kind: .interrupt, answer: [9], length: 8)  // 3
+        let report = try await Self.withReplay(b) { usb, session async throws in
+            #expect(try await session.read() == [1, 2, 3])
+            #expect(try await session.transferIn(0x83, length: 8) == [9])
+            // Both wait beyond the recording now: the stream's read-ahead on 0x81, which
+            // nobody reads, and this call on 0x83, which is awaited. Only the call ends.
+            let call = await Self.failure("transferIn beyond the recording") { _ = try await session.transferIn(0x83, length: 8) }
+            Self.expectEnded(call, naming: ["interrupt IN 0x83", "transfer 3 of the capture"])
+            let replayed = try #require(await usb.devices.first)
+            let divergences = await usb.replayReport(of: replayed).divergences
+            #expect(divergences.count == 1 && divergences.allSatisfy { !$0.contains("0x81") }, "\(divergences)")
+            let read = await Self.failure("a read beyond the recording") { _ = try await session.read() }
+            Self.expectEnded(read, naming: ["bulk IN 0x81", "transfer 2 of the capture"])
+        }
+        #expect(report.matched == 2 && report.divergences.count == 2, "\(report)")
+    }
+
     @Test("A session that reads everything and closes ends cleanly: its read-ahead is no divergence, and the report is complete")
     func readAheadAtTheEndIsNoDivergence() async throws {
         let b = try Builder("clean")
