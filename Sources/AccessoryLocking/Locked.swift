@@ -6,6 +6,10 @@ import Glibc
 /// library ThreadSanitizer does not instrument, so TSan reports races on data that `Mutex`
 /// does protect. It understands pthread mutexes. Everything whose locking CI runs under TSan
 /// uses this instead: the data plane, the AccessoryTesting simulation and the capture writer.
+///
+/// `Value` must not be empty (`()`, or a struct with no stored properties): ThreadSanitizer
+/// takes an access to an empty stored property for one at the object's first word, which
+/// every call reads unlocked, and reports a race where there is none.
 package final class Locked<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable is safe: `value` is read and written only inside `withLock`,
     // between pthread_mutex_lock and pthread_mutex_unlock of `mutex`; the mutex lives at one
@@ -15,6 +19,7 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
     private var value: Value
 
     package init(_ value: Value) {
+        assert(MemoryLayout<Value>.size > 0, "an empty value: ThreadSanitizer would report false races; see Locked")
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
