@@ -211,8 +211,8 @@ final class SimulatedEndpoints: Sendable {
             return !s.pumpScheduled
         }
         guard first else { return }
-        // Counted until it ends, so that the simulation waits for the completions (and
-        // their reports to the manager) before it moves on.
+        // Counted until it ends, so that the simulation waits for the completions before it
+        // moves on (the news they post to a manager is counted from its posting on).
         system.begin(.delivery)
         events.async {
             self.pump()

@@ -47,15 +47,6 @@ final class SimulatedHost: USBHost {
 
     func uptime() -> SystemUptime { system.uptime }
 
-    /// Counts the report until it ends: the simulation waits for it before it moves on.
-    func report(_ work: @escaping @Sendable () async -> Void) {
-        system.begin(.delivery)
-        Task { [system] in
-            await work()
-            system.end(.delivery)
-        }
-    }
-
     func schedule(at deadline: Duration, _ work: @escaping @Sendable () async -> Void) -> HostTimer {
         system.timers.schedule(at: deadline, work)
     }

@@ -139,14 +139,15 @@ extension SimulatedSystem {
         await deliver(HotplugNotice(kind: .arrived, descriptor: fresh.info.descriptor))
     }
 
-    /// Returns once the simulation's own work has ended (the devices' event queues, the reports to the managers, and with
-    /// `includingSwitches` the phones that got START), then
-    /// gives tasks just started a few turns of the pool.
+    /// Returns once the simulation's own work has ended (the devices' event queues, the news
+    /// their completions posted to the managers, and with `includingSwitches` the phones that
+    /// got START), then gives tasks just started a few turns of the pool.
     func settle(includingSwitches: Bool = true) async {
         repeat {
             await waitUntilIdle(includingSwitches: includingSwitches)
+            await waitUntilHandled()
             for _ in 0..<64 { await Task.yield() }
-        } while !isIdle(includingSwitches: includingSwitches)
+        } while !isIdle(includingSwitches: includingSwitches) || !isHandled
     }
 
     /// Sends a notice to every manager on the simulation and returns once all have handled it.

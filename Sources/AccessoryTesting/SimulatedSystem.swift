@@ -15,8 +15,7 @@ import AccessoryLocking
 final class SimulatedSystem: Sendable {
     /// Work handed off that ``SimulatedUSB`` waits for before it moves on.
     enum Work: Sendable {
-        /// A device's event queue completing transfers, or a completion's report to a
-        /// manager.
+        /// A device's event queue completing transfers.
         case delivery
         /// A phone re-enumerating in accessory mode after START.
         case modeSwitch
@@ -422,8 +421,10 @@ final class SimulatedSystem: Sendable {
             defer { s.nextID += 1 }
             return s.nextID
         }
-        // The manager comes back for more once it has handled a batch.
-        let notices = HotplugNoticeQueue { [weak self] count in self?.handled(by: id, count: count) }
+        // The manager comes back for more once it has handled a batch; news its sessions post
+        // (a NO_DEVICE seen by a transfer) is counted from the moment it is posted.
+        let notices = HotplugNoticeQueue(
+            onPosted: { [weak self] in self?.posted(to: id) }, onHandled: { [weak self] count in self?.handled(by: id, count: count) })
         state.withLock { s in s.subscribers[id] = Subscriber(notices: notices, pending: 0) }
         return (id, notices)
     }
@@ -445,6 +446,14 @@ final class SimulatedSystem: Sendable {
         }
     }
 
+    /// News was posted to subscriber `id`'s inbox: it is pending until handled.
+    func posted(to id: UInt64) {
+        state.withLock { s in
+            s.activity &+= 1
+            s.subscribers[id]?.pending += 1
+        }
+    }
+
     func handled(by id: UInt64, count: Int) {
         let waiters = state.withLock { s in
             s.activity &+= 1
@@ -454,7 +463,10 @@ final class SimulatedSystem: Sendable {
         for w in waiters { w.resume() }
     }
 
-    /// Returns once every subscriber has handled every notice sent so far.
+    /// Whether every subscriber has handled every notice sent and all news posted so far.
+    var isHandled: Bool { state.withLock { s in s.subscribers.values.allSatisfy { $0.pending == 0 } } }
+
+    /// Returns once every subscriber has handled every notice sent (and all news posted) so far.
     func waitUntilHandled() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { s in

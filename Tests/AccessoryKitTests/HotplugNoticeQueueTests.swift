@@ -1,8 +1,10 @@
 import AccessoryCore
+import AccessoryLocking
 import Testing
 @testable import AccessoryKit
 
-/// The queue between libusb's event thread and the manager: order, batches, the end.
+/// The manager's inbox, between libusb's event thread (and the sessions' completions) and
+/// the manager: order, batches, news, the end.
 @Suite("HotplugNoticeQueue")
 struct HotplugNoticeQueueTests {
     static func notice(_ address: Int, _ kind: HotplugNotice.Kind = .arrived) -> HotplugNotice {
@@ -17,11 +19,11 @@ struct HotplugNoticeQueueTests {
     func batches() async {
         let queue = HotplugNoticeQueue()
         for a in 2...6 { queue.yield(Self.notice(a, a.isMultiple(of: 2) ? .arrived : .left)) }
-        let batch = await queue.next()
+        let batch = await queue.next().notices
         #expect(batch.map(\.descriptor.address) == [2, 3, 4, 5, 6])
         #expect(batch.map(\.kind) == [.arrived, .left, .arrived, .left, .arrived])
         queue.yield(Self.notice(7))
-        #expect(await queue.next().map(\.descriptor.address) == [7])
+        #expect(await queue.next().notices.map(\.descriptor.address) == [7])
     }
 
     @Test("A waiting consumer gets the next notice; many producers lose none and reorder none of one producer's")
@@ -33,7 +35,7 @@ struct HotplugNoticeQueueTests {
             while seen.count < producers * each {
                 let batch = await queue.next()
                 if batch.isEmpty { break }
-                seen += batch.map { $0.descriptor.address ?? -1 }
+                seen += batch.notices.map { $0.descriptor.address ?? -1 }
             }
             return seen
         }
@@ -56,7 +58,7 @@ struct HotplugNoticeQueueTests {
         queue.yield(Self.notice(2))
         queue.finish()
         queue.yield(Self.notice(3))
-        #expect(await queue.next().map(\.descriptor.address) == [2])
+        #expect(await queue.next().notices.map(\.descriptor.address) == [2])
         #expect(await queue.next().isEmpty)
         #expect(await queue.next().isEmpty, "and stays ended")
     }
@@ -85,6 +87,42 @@ struct HotplugNoticeQueueTests {
         cancelled.cancel()
         #expect(await cancelled.value.isEmpty)
         other.yield(Self.notice(9))
-        #expect(await other.next().map(\.descriptor.address) == [9], "the queue itself still works")
+        #expect(await other.next().notices.map(\.descriptor.address) == [9], "the queue itself still works")
+    }
+
+    @Test("News comes out in its place among the notices; onPosted counts it before anyone can take it")
+    func news() async {
+        let counts = Locked((posted: 0, handled: 0))
+        let queue = HotplugNoticeQueue(
+            onPosted: { counts.withLock { $0.posted += 1 } }, onHandled: { n in counts.withLock { $0.handled += n } })
+        let ran = Locked<[Int]>([])
+        queue.yield(Self.notice(2))
+        #expect(queue.post { ran.withLock { $0.append(1) } })
+        queue.yield(Self.notice(3))
+        #expect(counts.withLock { $0.posted } == 1, "counted when posted")
+        let batch = await queue.next()
+        #expect(batch.count == 3)
+        let shape = batch.map { item -> String in
+            switch item {
+            case .notice(let n): "notice \(n.descriptor.address ?? -1)"
+            case .news: "news"
+            }
+        }
+        #expect(shape == ["notice 2", "news", "notice 3"])
+        for case .news(let work) in batch { await work() }
+        #expect(ran.withLock { $0 } == [1])
+        queue.finish()
+        #expect(await queue.next().isEmpty)
+        #expect(counts.withLock { $0.handled } == 3, "the batch of three is handled once the consumer comes back")
+        #expect(!queue.post { ran.withLock { $0.append(2) } }, "a finished queue refuses news")
+        #expect(counts.withLock { ($0.posted, $0.handled) } == (2, 4), "and what it counted as posted is counted as handled")
+        #expect(ran.withLock { $0 } == [1], "refused news never runs")
+    }
+}
+
+extension [HotplugNoticeQueue.Item] {
+    /// The notices of a batch, without its news.
+    var notices: [HotplugNotice] {
+        compactMap { if case .notice(let n) = $0 { n } else { nil } }
     }
 }

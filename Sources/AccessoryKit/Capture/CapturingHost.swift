@@ -52,5 +52,4 @@ final class CapturingHost: USBHost {
         try await inner.setPortPower(port, on: on)
     }
     func reauthorize(port: String) async throws(AccessoryError) { try await inner.reauthorize(port: port) }
-    func report(_ work: @escaping @Sendable () async -> Void) { inner.report(work) }
 }

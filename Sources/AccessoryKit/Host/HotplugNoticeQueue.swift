@@ -1,18 +1,27 @@
 import AccessoryLocking
-/// The hotplug notices a host hands its manager: unbounded, so the producer (libusb's event
-/// thread) never waits, and drained whole, so a consumer that falls behind in a storm takes
-/// everything queued in one wake-up instead of one per notice.
+/// The manager's inbox: the hotplug notices a host hands it, and the news its own sessions
+/// post from their transfers' completions (a NO_DEVICE, timeouts in a row), in one order.
+/// Unbounded, so a producer (libusb's event thread) never waits, and drained whole, so a
+/// consumer that falls behind in a storm takes everything queued in one wake-up instead of
+/// one per notice.
 ///
 /// One consumer at a time. Not an `AsyncStream`: that one is generic code the optimizer
 /// cannot specialize across the standard library's boundary, and a storm paid for its
 /// metadata lookups and per-element wake-ups on every notice.
 package final class HotplugNoticeQueue: Sendable {
+    /// One thing the consumer takes.
+    package enum Item: Sendable {
+        case notice(HotplugNotice)
+        /// Work for the manager, run in its turn: news from a transfer's completion.
+        case news(@Sendable () async -> Void)
+    }
+
     private struct State: Sendable {
-        var queued: [HotplugNotice] = []
+        var queued: [Item] = []
         /// The consumer, waiting while nothing is queued.
-        var waiter: CheckedContinuation<[HotplugNotice], Never>?
+        var waiter: CheckedContinuation<[Item], Never>?
         var isFinished = false
-        /// How many notices the consumer took with its last batch.
+        /// How many items the consumer took with its last batch.
         var handedOut = 0
     }
 
@@ -20,31 +29,53 @@ package final class HotplugNoticeQueue: Sendable {
     /// ThreadSanitizer, which cannot see `Mutex`'s hand-over in the kernel and reported a
     /// race here that the lock does prevent.
     private let state = Locked(State())
+    private let onPosted: (@Sendable () -> Void)?
     private let onHandled: (@Sendable (_ count: Int) -> Void)?
 
     /// A queue.
-    /// - Parameter onHandled: told how many notices the consumer has handled, each time it
-    ///   comes back for more (its last batch is then done) — what a simulated host waits for,
-    ///   so that a test sees a plug's effect once the plug returns.
-    package init(onHandled: (@Sendable (_ count: Int) -> Void)? = nil) {
+    /// - Parameters:
+    ///   - onPosted: told, before it is queued, of each piece of news ``post(_:)`` takes (a
+    ///     host's own notices it counts itself).
+    ///   - onHandled: told how many items (notices and news) the consumer has handled, each
+    ///     time it comes back for more (its last batch is then done) — what a simulated host
+    ///     waits for, so that a test sees a plug's effect once the plug returns.
+    package init(onPosted: (@Sendable () -> Void)? = nil, onHandled: (@Sendable (_ count: Int) -> Void)? = nil) {
+        self.onPosted = onPosted
         self.onHandled = onHandled
     }
 
     /// Queues a notice, or hands it straight to a waiting consumer; never waits. Does
     /// nothing once the queue is finished.
     package func yield(_ notice: HotplugNotice) {
-        let waiter = state.withLock { s -> CheckedContinuation<[HotplugNotice], Never>? in
-            guard !s.isFinished else { return nil }
-            // A consumer waits only while nothing is queued, so this notice is all there is.
+        _ = enqueue(.notice(notice))
+    }
+
+    /// Queues news for the manager, behind the notices queued before it; never waits.
+    /// - Returns: `false` once the queue is finished (the news is dropped: the caller acts
+    ///   on its own).
+    package func post(_ news: @escaping @Sendable () async -> Void) -> Bool {
+        onPosted?()
+        guard enqueue(.news(news)) else {
+            onHandled?(1)  // what onPosted counted will never be handled
+            return false
+        }
+        return true
+    }
+
+    private func enqueue(_ item: Item) -> Bool {
+        let (accepted, waiter) = state.withLock { s -> (Bool, CheckedContinuation<[Item], Never>?) in
+            guard !s.isFinished else { return (false, nil) }
+            // A consumer waits only while nothing is queued, so this item is all there is.
             if let w = s.waiter {
                 s.waiter = nil
                 s.handedOut = 1
-                return w
+                return (true, w)
             }
-            s.queued.append(notice)
-            return nil
+            s.queued.append(item)
+            return (true, nil)
         }
-        waiter?.resume(returning: [notice])
+        waiter?.resume(returning: [item])
+        return accepted
     }
 
     /// Queues a notice without waking the consumer: the producer calls ``release()`` once it
@@ -52,13 +83,13 @@ package final class HotplugNoticeQueue: Sendable {
     /// so a storm costs one hand-off per batch, not one per notice.
     package func hold(_ notice: HotplugNotice) {
         state.withLock { s in
-            if !s.isFinished { s.queued.append(notice) }
+            if !s.isFinished { s.queued.append(.notice(notice)) }
         }
     }
 
     /// Hands everything held to a waiting consumer, if there is one and anything is held.
     package func release() {
-        let handOff = state.withLock { s -> (CheckedContinuation<[HotplugNotice], Never>, [HotplugNotice])? in
+        let handOff = state.withLock { s -> (CheckedContinuation<[Item], Never>, [Item])? in
             guard let w = s.waiter, !s.queued.isEmpty else { return nil }
             s.waiter = nil
             s.handedOut = s.queued.count
@@ -73,7 +104,7 @@ package final class HotplugNoticeQueue: Sendable {
 
     /// Ends the queue: the consumer gets what is still queued, then an empty batch.
     package func finish() {
-        let waiter = state.withLock { s -> CheckedContinuation<[HotplugNotice], Never>? in
+        let waiter = state.withLock { s -> CheckedContinuation<[Item], Never>? in
             s.isFinished = true
             defer { s.waiter = nil }
             return s.waiter
@@ -81,10 +112,10 @@ package final class HotplugNoticeQueue: Sendable {
         waiter?.resume(returning: [])
     }
 
-    /// Every notice queued, in order, waiting until there is at least one.
+    /// Everything queued, in order, waiting until there is at least one item.
     /// - Returns: an empty batch once the queue is finished and drained, or when the
     ///   calling task is cancelled.
-    package func next() async -> [HotplugNotice] {
+    package func next() async -> [Item] {
         if let onHandled {
             let done = state.withLock { s in
                 defer { s.handedOut = 0 }
@@ -93,8 +124,8 @@ package final class HotplugNoticeQueue: Sendable {
             if done > 0 { onHandled(done) }
         }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<[HotplugNotice], Never>) in
-                let ready = state.withLock { s -> [HotplugNotice]? in
+            await withCheckedContinuation { (c: CheckedContinuation<[Item], Never>) in
+                let ready = state.withLock { s -> [Item]? in
                     if !s.queued.isEmpty {
                         s.handedOut = s.queued.count
                         defer { s.queued = [] }
@@ -107,7 +138,7 @@ package final class HotplugNoticeQueue: Sendable {
                 if let ready { c.resume(returning: ready) }
             }
         } onCancel: {
-            let waiter = state.withLock { s -> CheckedContinuation<[HotplugNotice], Never>? in
+            let waiter = state.withLock { s -> CheckedContinuation<[Item], Never>? in
                 defer { s.waiter = nil }
                 return s.waiter
             }

@@ -46,11 +46,6 @@ package protocol USBHost: Sendable {
     /// A logical disconnect and re-enumeration of the device on `port`: its `authorized`
     /// to 0, then 1 (power stays on).
     func reauthorize(port: String) async throws(AccessoryError)
-
-    /// Runs `work`, news from a transfer's completion for the manager, in a task of its own.
-    /// A simulated host counts it until it ends, so that a test's unplug moves on only once
-    /// the manager has heard it.
-    func report(_ work: @escaping @Sendable () async -> Void)
 }
 
 extension USBHost {
@@ -65,9 +60,5 @@ extension USBHost {
     /// A host without sysfs: refused.
     package func reauthorize(port: String) async throws(AccessoryError) {
         throw AccessoryError(.protocolNotSupported, "this host cannot reauthorize devices", operation: "reauthorize")
-    }
-
-    package func report(_ work: @escaping @Sendable () async -> Void) {
-        Task { await work() }
     }
 }

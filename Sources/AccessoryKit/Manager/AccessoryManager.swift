@@ -41,6 +41,10 @@ public actor AccessoryManager {
     /// AccessoryManager+Sessions.swift): what closing each needs, and its handle weakly, so
     /// a dropped session is closed, not leaked.
     var sessions = SessionTable<SessionEntry>()
+    /// The manager's inbox: the host's hotplug notices (or, on a host without hotplug, a
+    /// queue of its own), and the news its sessions post from their transfers' completions.
+    /// One task takes it, in order.
+    nonisolated let inbox: HotplugNoticeQueue
     private var monitorTask: Task<Void, Never>?
     /// The one timer armed on the host, for the tracker's next deadline.
     private var armed: (id: UInt64, at: Duration, timer: HostTimer)?
@@ -90,6 +94,8 @@ public actor AccessoryManager {
         // Subscribe first, then take the snapshot: no attach can fall in between.
         let notices = try host.startMonitoring()
         self.isHotplugAvailable = notices != nil
+        let inbox = notices ?? HotplugNoticeQueue()
+        self.inbox = inbox
         let uptime = host.uptime()
         self.tracker = AccessoryTracker(
             configuration: .init(
@@ -101,15 +107,13 @@ public actor AccessoryManager {
         reconcile(.initial)
         logger.debug(
             "started: \(connectedAccessories.count) accessories, hotplug \(notices != nil ? "on" : "off"), libusb \(libusbVersion ?? "unavailable")")
-        if let notices {
-            monitorTask = Task { [weak self] in
-                // A batch is everything that queued while the last one was handled: in a
-                // storm, one wake-up and one hop onto the actor for many notices.
-                while true {
-                    let batch = await notices.next()
-                    guard !batch.isEmpty, let self else { return }
-                    await self.handle(batch)
-                }
+        monitorTask = Task { [weak self] in
+            // A batch is everything that queued while the last one was handled: in a
+            // storm, one wake-up and one hop onto the actor for many notices.
+            while true {
+                let batch = await inbox.next()
+                guard !batch.isEmpty, let self else { return }
+                await self.take(batch)
             }
         }
         arm()
@@ -117,6 +121,7 @@ public actor AccessoryManager {
 
     deinit {
         host.stopMonitoring()
+        inbox.finish()
         monitorTask?.cancel()
         armed?.timer.cancel()
         recoveryTimer?.timer.cancel()
@@ -199,6 +204,7 @@ public actor AccessoryManager {
         // Sessions first: closing them needs the event thread to complete their transfers.
         await closeSessionsAtShutdown()
         host.stopMonitoring()
+        inbox.finish()  // a queue of its own, on a host without hotplug
         (host as? CapturingHost)?.recorder.close()  // synced to disk; a failure stays in captureError
         perform(tracker.shutdown())
         fanOut.finish()  // observers too: they may hold what holds the manager
@@ -216,6 +222,22 @@ public actor AccessoryManager {
     }
 
     // MARK: Performing the tracker's effects
+
+    /// One batch of the inbox, in order: runs of notices handled together, news in between.
+    private func take(_ batch: [HotplugNoticeQueue.Item]) async {
+        var notices: [HotplugNotice] = []
+        notices.reserveCapacity(batch.count)
+        for item in batch {
+            switch item {
+            case .notice(let notice): notices.append(notice)
+            case .news(let work):
+                if !notices.isEmpty { handle(notices) }
+                notices = []
+                await work()
+            }
+        }
+        if !notices.isEmpty { handle(notices) }
+    }
 
     /// Hotplug intake: each notice, with sysfs's view of its port for an arrival.
     func handle(_ notices: [HotplugNotice]) {

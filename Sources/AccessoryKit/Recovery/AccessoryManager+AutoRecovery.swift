@@ -6,9 +6,8 @@ extension AccessoryManager {
     func timeoutWatch(for id: ConnectionID) -> TimeoutWatch? {
         guard let limit = configuration.recovery?.afterTimeouts else { return nil }
         if let watch = timeoutWatches[id] { return watch }
-        let host = self.host
-        let watch = TimeoutWatch(limit: limit) { [weak self] count, endpoint in
-            host.report { [weak self] in await self?.sessionsTimedOut(id, count: count, endpoint: endpoint) }
+        let watch = TimeoutWatch(limit: limit) { [weak self, inbox] count, endpoint in
+            _ = inbox.post { [weak self] in await self?.sessionsTimedOut(id, count: count, endpoint: endpoint) }
         }
         timeoutWatches[id] = watch
         return watch

@@ -87,7 +87,7 @@ extension AccessoryManager {
             host: host, info: info, address: address, protocolName: protocolName, interfaceNumber: number, options: options,
             table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger, label: label,
             sessionName: sessionName,
-            onNoDevice: SuspectPipes.reporter(to: self, host: host, id: id, label: label))
+            onNoDevice: SuspectPipes.reporter(to: self, id: id, label: label))
         let prepared: SessionOpener.Prepared
         do throws(AccessoryError) {
             prepared = try await opener.open()

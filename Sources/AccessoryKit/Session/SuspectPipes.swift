@@ -37,16 +37,15 @@ struct SuspectPipes {
     /// sysfs still lists the accessory. The pipe's own evidence is only the fallback, for a
     /// manager already gone.
     static func reporter(
-        to manager: AccessoryManager, host: any USBHost, id: ConnectionID, label: String
+        to manager: AccessoryManager, id: ConnectionID, label: String
     ) -> @Sendable (DeviceGoneSign, DataPlane) -> Void {
-        { [weak manager] sign, pipe in
-            host.report { [weak manager] in
-                guard let manager else {
-                    pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label))
-                    return
-                }
+        { [weak manager, inbox = manager.inbox] sign, pipe in
+            let ownEvidence: @Sendable () -> Void = { pipe.fail(AccessorySession.disconnectedError(.ghostEvicted(.noDevice(operation: sign.operation)), label: label)) }
+            let posted = inbox.post { [weak manager] in
+                guard let manager else { return ownEvidence() }
                 await manager.sessionSawDeviceGone(id, sign, pipe: pipe, label: label)
             }
+            if !posted { ownEvidence() }  // the manager has shut down
         }
     }
 }

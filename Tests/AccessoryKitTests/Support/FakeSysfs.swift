@@ -120,7 +120,8 @@ final class FakeHost: USBHost {
     }
 
     func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? {
-        let notices = HotplugNoticeQueue { [weak self] count in self?.handled(count) }
+        let notices = HotplugNoticeQueue(
+            onPosted: { [weak self] in self?.state.withLock { $0.pending += 1 } }, onHandled: { [weak self] count in self?.handled(count) })
         state.withLock { $0.notices = notices }
         return notices
     }
