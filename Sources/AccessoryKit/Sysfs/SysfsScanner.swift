@@ -138,11 +138,16 @@ package struct SysfsScanner: Sendable {
         return String(cString: strerror(code)) + (names[code].map { " (\($0))" } ?? " (errno \(code))")
     }
 
-    private func device(dir: String, name: String, bus: Int, address: Int, speed known: USBSpeed?) -> USBDeviceInfo {
+    /// - Returns: `nil` when the directory is gone (a device removed since its `devnum` was
+    ///   read: in a storm, often).
+    private func device(dir: String, name: String, bus: Int, address: Int, speed known: USBSpeed?) -> USBDeviceInfo? {
         // The directory is looked up once and its files read relative to it: a dozen path
         // walks fewer per device (and, under umockdev's preload, a dozen redirections).
-        // Should it not open, each file is read by its whole path and fails as it would.
+        // Gone, it is not read further; should it not open for another reason, each file is
+        // read by its whole path and fails as it would.
+        errno = 0
         let directory = SysfsFiles.openDirectory(dir)
+        if directory == nil, errno == ENOENT || errno == ENODEV || errno == ENOTDIR { return nil }
         defer { if let directory { close(directory) } }
         let at = directory ?? AT_FDCWD
         let base = directory == nil ? dir + "/" : ""
