@@ -123,7 +123,7 @@ package struct SysfsScanner: Sendable {
     func identity(_ name: String, devnum: Int) -> USBDeviceInfo? {
         guard let bus = PortChain.bus(inName: name) else { return nil }
         let dir = root + "/" + name + "/"
-        let parsed = SysfsFiles.read(dir + "descriptors").flatMap { try? USBDescriptorParser.parse(sysfsDescriptors: $0) }
+        let parsed = SysfsFiles.read(dir + "descriptors").flatMap { $0.isEmpty ? nil : try? USBDescriptorParser.parse(sysfsDescriptors: $0) }
         let hex16 = { (attribute: String) in SysfsFiles.integer(dir + attribute, radix: 16, as: UInt16.self) }
         let descriptor = AccessoryDescriptor(
             bus: bus, address: devnum, port: name,
