@@ -48,6 +48,34 @@ struct SubscriberFanOutTests {
         #expect(fanOut.count == 0 && !fanOut.isTapped)
     }
 
+    @Test("A batch reaches every kind of subscriber whole and in order, after what was sent before it")
+    func batch() async {
+        let fanOut = SubscriberFanOut()
+        let a = Self.accessory(1), b = Self.accessory(2), c = Self.accessory(3)
+        let observed = Locked<[AccessoryEvent]>([])
+        fanOut.observe { event in observed.withLock { $0.append(event) } }
+        let events = fanOut.events(first: [])
+        let updates = fanOut.updates(limit: 8, current: [], includingCurrent: true)
+        // A reader already waiting when the batch comes takes its first element, the rest
+        // from its buffer.
+        let reader = Task {
+            var got: [AccessoryUpdate] = []
+            for await u in updates { got.append(u) }
+            return got
+        }
+        fanOut.send(.connected(a))
+        let batch: [AccessoryEvent] = [.connected(b), .disconnected(a, .unplugged), .connected(c)]
+        fanOut.send(contentsOf: batch)
+        fanOut.send(contentsOf: [])
+        fanOut.finish()
+        var gotEvents: [AccessoryEvent] = []
+        for await e in events { gotEvents.append(e) }
+        let all = [AccessoryEvent.connected(a)] + batch
+        #expect(gotEvents == all)
+        #expect(await reader.value == all.map(AccessoryUpdate.event))
+        #expect(observed.withLock { $0 } == all)
+    }
+
     @Test("After finish, a new subscriber of any kind gets a finished stream and is not registered")
     func afterFinish() async {
         let fanOut = SubscriberFanOut()

@@ -122,6 +122,54 @@ struct SysfsCacheTests {
         #expect(cache.count == 20)
     }
 
+    @Test("An arrival whose port another instance holds is judged from that instance's IDs, not its directory; the arrival's own instance is read whole")
+    func arrivalOfAnotherInstance() throws {
+        let sysfs = try FakeSysfs()
+        try sysfs.add(port: "1-1", bus: 1, address: 6, vendor: 0x1209, product: 0x0002, serial: "NEW\n", manufacturer: "New maker\n")
+        let cache = SysfsCache(SysfsScanner(root: sysfs.root, includeHubs: true))
+        // The notice names address 5; the port holds address 6 now (a storm's backlog).
+        let other = try #require(cache.arrival(named: "1-1", address: 5, speed: nil))
+        #expect(other.descriptor.bus == 1 && other.descriptor.address == 6)
+        #expect(other.descriptor.vendor == 0x1209 && other.descriptor.product == 0x0002)
+        #expect(other.descriptor.serial == nil && other.descriptor.manufacturer == nil && other.configuration == nil)
+        #expect(cache.identityOnlyReads == 1)
+        #expect(cache.count == 0, "a partial read is not remembered")
+        // Its IDs come from the descriptors; without them, from idVendor and idProduct.
+        try Data().write(to: URL(fileURLWithPath: sysfs.root + "/1-1/descriptors"))
+        #expect(cache.arrival(named: "1-1", address: 5, speed: nil)?.descriptor.product == 0x0002)
+        try Data(FakeSysfs.loopbackDescriptors(vendor: 0x1209, product: 0x0002)).write(to: URL(fileURLWithPath: sysfs.root + "/1-1/descriptors"))
+
+        // The notice's own instance: the whole directory, as a look reads it.
+        let same = try #require(cache.arrival(named: "1-1", address: 6, speed: nil))
+        #expect(same == cache.scanner.device(named: "1-1"))
+        #expect(same.descriptor.serial == "NEW" && same.configuration?.interfaces.count == 1)
+        #expect(cache.identityOnlyReads == 2)
+        #expect(cache.count == 1)
+        // Gone: nothing.
+        try sysfs.remove(port: "1-1")
+        #expect(cache.arrival(named: "1-1", address: 5, speed: nil) == nil)
+    }
+
+    @Test("An arrival's speed comes from libusb's record when it has one, else from the speed file")
+    func arrivalSpeedFromRecord() throws {
+        let sysfs = try FakeSysfs()
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, raw: ["speed": Array("12\n".utf8)])
+        let known = SysfsCache(SysfsScanner(root: sysfs.root, includeHubs: true))
+        #expect(known.arrival(named: "1-1", address: 5, speed: .high)?.speed == .high)
+        let unknown = SysfsCache(SysfsScanner(root: sysfs.root, includeHubs: true))
+        #expect(unknown.arrival(named: "1-1", address: 5, speed: nil)?.speed == .full)
+    }
+
+    @Test("A device whose directory is gone once its device number was read is nothing, not a device of unreadable files")
+    func goneAfterDevnum() {
+        let scanner = SysfsScanner(root: NSTemporaryDirectory() + "no-such-sysfs-\(UUID().uuidString)", includeHubs: true)
+        guard case .success(let info) = scanner.read("1-1", devnum: 5) else {
+            Issue.record("a gone directory is not a failure")
+            return
+        }
+        #expect(info == nil)
+    }
+
     @Test("The bus number comes from the kernel's directory name when the device number is known")
     func busFromName() {
         #expect(PortChain.bus(inName: "3-1.4") == 3)

@@ -9,7 +9,8 @@ extension AccessoryTracker {
     ///   - portNow: the truth's device on its port now, if the driver looked (one port, not a
     ///     scan). The truth changes before the kernel sends the event, so it is never older:
     ///     the same instance there gives its fuller view; a newer instance of the same VID:PID
-    ///     makes this arrival stale (a backlog in a storm), and it is skipped.
+    ///     makes this arrival stale (a backlog in a storm), and it is skipped. Of another
+    ///     instance only bus, address and IDs are used, so a driver may read no more of it.
     ///   - now: when the notice came.
     public mutating func arrived(_ device: USBDeviceInfo, portNow: USBDeviceInfo?, at now: Duration) -> TrackerEffects {
         var effects = TrackerEffects()

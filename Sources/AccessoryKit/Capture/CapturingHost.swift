@@ -40,6 +40,7 @@ final class CapturingHost: USBHost {
 
     func scan() -> SysfsScanner.Result { inner.scan() }
     func device(named port: String) -> USBDeviceInfo? { inner.device(named: port) }
+    func arrival(_ notice: HotplugNotice) -> USBDeviceInfo? { inner.arrival(notice) }
     func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? { try inner.startMonitoring() }
     func stopMonitoring() { inner.stopMonitoring() }
     func uptime() -> SystemUptime { inner.uptime() }

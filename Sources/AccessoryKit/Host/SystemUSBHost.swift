@@ -28,6 +28,10 @@ struct SystemUSBHost: USBHost {
 
     func device(named port: String) -> USBDeviceInfo? { sysfs.device(named: port) }
 
+    func arrival(_ notice: HotplugNotice) -> USBDeviceInfo? {
+        sysfs.arrival(named: notice.descriptor.port, address: notice.descriptor.address, speed: notice.record?.speed)
+    }
+
     func startMonitoring() throws(AccessoryError) -> HotplugNoticeQueue? {
         try backend?.startMonitoring()
     }

@@ -12,6 +12,12 @@ package protocol USBHost: Sendable {
     /// One device of the OS truth, by its port name (`1-1.4`), read without a full scan.
     func device(named port: String) -> USBDeviceInfo?
 
+    /// The OS's view of an arrival's port, as much as the tracker needs to judge the
+    /// arrival (``AccessoryTracker/arrived(_:portNow:at:)``): the whole device when it is
+    /// the notice's instance, at least bus, address and IDs when another instance holds
+    /// the port. By default, ``device(named:)``.
+    func arrival(_ notice: HotplugNotice) -> USBDeviceInfo?
+
     /// Subscribes to hotplug and starts event handling.
     /// - Returns: the notices, or `nil` when this host has no hotplug (the manager then
     ///   relies on its periodic reconcile).
@@ -49,6 +55,8 @@ package protocol USBHost: Sendable {
 }
 
 extension USBHost {
+    package func arrival(_ notice: HotplugNotice) -> USBDeviceInfo? { device(named: notice.descriptor.port) }
+
     /// A host without hubs to switch: none listed.
     package func hubs() async -> [USBHub] { [] }
 

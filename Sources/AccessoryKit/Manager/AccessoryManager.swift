@@ -51,6 +51,9 @@ public actor AccessoryManager {
     private var timersArmed: UInt64 = 0
     /// Sessions' data planes waiting for the verdict on a NO_DEVICE.
     private var suspectPipes = SuspectPipes()
+    /// While a batch of notices is handled, the notifications it makes, sent to subscribers
+    /// together at its end (one hand-off to each subscriber per batch).
+    private var outbox: [AccessoryEvent]?
     /// Hotplug notices taken so far, by kind (for metrics).
     package private(set) var hotplugCounts = HotplugCounts()
     /// Automatic recovery's decisions (``Configuration/recovery``), and the ports being
@@ -241,6 +244,12 @@ public actor AccessoryManager {
 
     /// Hotplug intake: each notice, with sysfs's view of its port for an arrival.
     func handle(_ notices: [HotplugNotice]) {
+        outbox = []
+        defer {
+            let events = outbox ?? []
+            outbox = nil
+            fanOut.send(contentsOf: events)
+        }
         for notice in notices where !isShutDown {
             let now = host.uptime().monotonic
             if let time = notice.recordedTime { tracker.recordedTime = time }
@@ -249,7 +258,7 @@ public actor AccessoryManager {
             case .arrived:
                 // One device, not a full scan: in a storm the device is often gone already,
                 // and the debounced reconcile that follows catches up anyway.
-                perform(tracker.arrived(notice.device, portNow: host.device(named: notice.descriptor.port), at: now))
+                perform(tracker.arrived(notice.device, portNow: host.arrival(notice), at: now))
             case .left:
                 if let removal = notice.removal {
                     perform(tracker.left(removal, descriptor: notice.descriptor, at: now))
@@ -286,7 +295,11 @@ public actor AccessoryManager {
                 }
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
-            fanOut.send(event)
+        }
+        if outbox != nil {
+            outbox?.append(contentsOf: effects.events)
+        } else {
+            fanOut.send(contentsOf: effects.events)
         }
         if !effects.events.isEmpty, configuration.recovery?.vanishedFor != nil { armRecoveryTimer() }
         for alarm in effects.falseAlarms { suspectPipes.falseAlarm(alarm.id, on: tracker.entry(alarm.id), operation: alarm.operation, logger: logger) }

@@ -109,12 +109,19 @@ package final class SubscriberFanOut: Sendable {
 
     /// Hands a notification to every subscriber, in the order they subscribed.
     func send(_ event: AccessoryEvent) {
+        send(contentsOf: CollectionOfOne(event))
+    }
+
+    /// Hands notifications to every subscriber, in order: each subscriber gets all of them
+    /// before the next subscriber gets any, and a bounded one takes them in one hand-off.
+    func send(contentsOf events: some Collection<AccessoryEvent>) {
+        guard !events.isEmpty else { return }
         let subscribers = state.withLock { $0.subscribers }
         for (_, subscriber) in subscribers {
             switch subscriber {
-            case .events(let continuation): continuation.yield(event)
-            case .updates(let buffer): buffer.push(event)
-            case .observer(let observer): observer(event)
+            case .events(let continuation): for event in events { continuation.yield(event) }
+            case .updates(let buffer): buffer.push(contentsOf: events)
+            case .observer(let observer): for event in events { observer(event) }
             case .monitor: break
             }
         }

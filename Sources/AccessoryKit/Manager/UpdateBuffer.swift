@@ -77,17 +77,26 @@ final class UpdateBuffer: Sendable {
 
     /// Adds a notification for every reader; never waits.
     func push(_ event: AccessoryEvent) {
+        push(contentsOf: CollectionOfOne(event))
+    }
+
+    /// Adds notifications for every reader, in order, under one lock; never waits. A waiting
+    /// reader is woken once, after all of them are in, however many it takes: a batch costs
+    /// a reader one hand-off, not one per notification.
+    func push(contentsOf events: some Collection<AccessoryEvent>) {
         var ready: [(CheckedContinuation<AccessoryUpdate?, Never>, AccessoryUpdate)] = []
         state.withLock { s in
             guard !s.finished else { return }
-            switch event {
-            case .connected(let a): s.current[a.connectionID] = a
-            case .disconnected(let a, _): s.current[a.connectionID] = nil
-            }
-            for i in s.readers.indices {
-                s.readers[i].cursor.push(event)
-                while !s.readers[i].waiters.isEmpty, let update = s.readers[i].cursor.next(current: s.current) {
-                    ready.append((s.readers[i].waiters.removeFirst(), update))
+            for event in events {
+                switch event {
+                case .connected(let a): s.current[a.connectionID] = a
+                case .disconnected(let a, _): s.current[a.connectionID] = nil
+                }
+                for i in s.readers.indices {
+                    s.readers[i].cursor.push(event)
+                    while !s.readers[i].waiters.isEmpty, let update = s.readers[i].cursor.next(current: s.current) {
+                        ready.append((s.readers[i].waiters.removeFirst(), update))
+                    }
                 }
             }
         }

@@ -30,6 +30,8 @@ final class SysfsCache: Sendable {
     private let realTime: @Sendable () -> Int
     /// How many looks were answered by a `stat` alone.
     private let statHits = Atomic<Int>(0)
+    /// How many arrivals were judged from their port's IDs alone.
+    private let identityReads = Atomic<Int>(0)
 
     /// What was read from one directory, and the instance it was read from.
     private struct Entry: Sendable {
@@ -60,7 +62,7 @@ final class SysfsCache: Sendable {
                 let present = Set(names)
                 entries.withLock { e in e = e.filter { present.contains($0.key) } }
             },
-            read: read)
+            read: { read($0) })
     }
 
     /// One device directory, as ``SysfsScanner/device(named:)``.
@@ -68,13 +70,27 @@ final class SysfsCache: Sendable {
         (try? read(name).get()) ?? nil
     }
 
+    /// Port `name` as judging an arrival of the instance at `address` needs it, with
+    /// `speed` from libusb's record (its `speed` file not opened again). When the port's
+    /// `devnum` is not `address`, another instance holds it and the arrival cannot be the
+    /// live one, so only that instance's IDs are read (``SysfsScanner/identity(_:devnum:)``),
+    /// not the directory; otherwise as ``device(named:)``.
+    func arrival(named name: String, address: Int?, speed: USBSpeed?) -> USBDeviceInfo? {
+        (try? read(name, arrivalAddress: address, speed: speed).get()) ?? nil
+    }
+
+    /// How many arrivals were judged from their port's IDs alone.
+    var identityOnlyReads: Int { identityReads.load(ordering: .relaxed) }
+
     /// How many device directories are remembered.
     var count: Int { entries.withLock { $0.count } }
 
     /// How many looks a `stat` alone has answered.
     var statOnlyHits: Int { statHits.load(ordering: .relaxed) }
 
-    private func read(_ name: String) -> Swift.Result<USBDeviceInfo?, SysfsScanner.ReadFailure> {
+    private func read(
+        _ name: String, arrivalAddress: Int? = nil, speed: USBSpeed? = nil
+    ) -> Swift.Result<USBDeviceInfo?, SysfsScanner.ReadFailure> {
         let path = scanner.root + "/" + name + "/devnum"
         errno = 0
         if let cached = entries.withLock({ $0[name] }), cached.stampIsEnough {
@@ -99,7 +115,11 @@ final class SysfsCache: Sendable {
         if let number, let stamp, let cached = entries.withLock({ $0[name] }), cached.devnum == number, cached.stamp == stamp {
             return .success(cached.info)
         }
-        let fresh = number.map { scanner.read(name, devnum: $0) } ?? scanner.read(name)
+        if let arrivalAddress, let number, number != arrivalAddress, let identity = scanner.identity(name, devnum: number) {
+            identityReads.add(1, ordering: .relaxed)
+            return .success(identity)
+        }
+        let fresh = number.map { scanner.read(name, devnum: $0, speed: speed) } ?? scanner.read(name, speed: speed)
         let enough = stamp.map { realTime() - $0.changed > 1 } ?? false
         entries.withLock { e in
             if case .success(let info?) = fresh, let number, let stamp, let configuration = info.configuration,

@@ -89,10 +89,13 @@ package struct SysfsScanner: Sendable {
     /// Reads one device directory: `nil` when it is gone or not a device, a failure when a
     /// file that should be there could not be read.
     ///
-    /// - Parameter devnum: the `devnum` the caller has just read, if it has. The bus number
-    ///   is then taken from the name, as the kernel makes it (`B-…`, `usbB`), and neither
-    ///   attribute is opened again: in a storm every arrival is read.
-    func read(_ name: String, devnum: Int? = nil) -> Swift.Result<USBDeviceInfo?, ReadFailure> {
+    /// - Parameters:
+    ///   - devnum: the `devnum` the caller has just read, if it has. The bus number is then
+    ///     taken from the name, as the kernel makes it (`B-…`, `usbB`), and neither attribute
+    ///     is opened again: in a storm every arrival is read.
+    ///   - speed: the device's speed when the caller knows it (libusb's record of an
+    ///     arrival, which read the same `speed` file): that file is then not opened again.
+    func read(_ name: String, devnum: Int? = nil, speed: USBSpeed? = nil) -> Swift.Result<USBDeviceInfo?, ReadFailure> {
         let dir = root + "/" + name
         func number(_ attribute: String) -> Swift.Result<Int?, ReadFailure> {
             errno = 0
@@ -103,7 +106,7 @@ package struct SysfsScanner: Sendable {
             return .failure(ReadFailure(message: "cannot read \(dir)/\(attribute): \(Self.describe(code))"))
         }
         if let devnum, let bus = PortChain.bus(inName: name) {
-            return .success(device(dir: dir, name: name, bus: bus, address: devnum))
+            return .success(device(dir: dir, name: name, bus: bus, address: devnum, speed: speed))
         }
         let bus: Int, address: Int
         switch (number("busnum"), number("devnum")) {
@@ -111,7 +114,21 @@ package struct SysfsScanner: Sendable {
         case (.success(let b?), .success(let a?)): (bus, address) = (b, a)
         default: return .success(nil)
         }
-        return .success(device(dir: dir, name: name, bus: bus, address: address))
+        return .success(device(dir: dir, name: name, bus: bus, address: address, speed: speed))
+    }
+
+    /// Who is on port `name` now, as far as judging an arrival of another instance needs:
+    /// bus, `devnum` (the caller's), and the IDs, from one read of `descriptors` (or, should
+    /// it not parse, `idVendor` and `idProduct`). `nil` when the bus is not in the name.
+    func identity(_ name: String, devnum: Int) -> USBDeviceInfo? {
+        guard let bus = PortChain.bus(inName: name) else { return nil }
+        let dir = root + "/" + name + "/"
+        let parsed = SysfsFiles.read(dir + "descriptors").flatMap { $0.isEmpty ? nil : try? USBDescriptorParser.parse(sysfsDescriptors: $0) }
+        let hex16 = { (attribute: String) in SysfsFiles.integer(dir + attribute, radix: 16, as: UInt16.self) }
+        let descriptor = AccessoryDescriptor(
+            bus: bus, address: devnum, port: name,
+            vendor: parsed?.device.vendor ?? hex16("idVendor"), product: parsed?.device.product ?? hex16("idProduct"))
+        return USBDeviceInfo(descriptor: descriptor, deviceClass: parsed?.device.deviceClass ?? 0, deviceDescriptor: parsed?.device)
     }
 
 
@@ -121,11 +138,16 @@ package struct SysfsScanner: Sendable {
         return String(cString: strerror(code)) + (names[code].map { " (\($0))" } ?? " (errno \(code))")
     }
 
-    private func device(dir: String, name: String, bus: Int, address: Int) -> USBDeviceInfo {
+    /// - Returns: `nil` when the directory is gone (a device removed since its `devnum` was
+    ///   read: in a storm, often).
+    private func device(dir: String, name: String, bus: Int, address: Int, speed known: USBSpeed?) -> USBDeviceInfo? {
         // The directory is looked up once and its files read relative to it: a dozen path
         // walks fewer per device (and, under umockdev's preload, a dozen redirections).
-        // Should it not open, each file is read by its whole path and fails as it would.
+        // Gone, it is not read further; should it not open for another reason, each file is
+        // read by its whole path and fails as it would.
+        errno = 0
         let directory = SysfsFiles.openDirectory(dir)
+        if directory == nil, errno == ENOENT || errno == ENODEV || errno == ENOTDIR { return nil }
         defer { if let directory { close(directory) } }
         let at = directory ?? AT_FDCWD
         let base = directory == nil ? dir + "/" : ""
@@ -162,7 +184,8 @@ package struct SysfsScanner: Sendable {
         let deviceClass = parsed?.device.deviceClass ?? SysfsFiles.integer(base + "bDeviceClass", at: at, radix: 16, as: UInt8.self) ?? 0
         var info = USBDeviceInfo(
             descriptor: descriptor, deviceClass: deviceClass, deviceDescriptor: parsed?.device,
-            configuration: configuration, speed: SysfsFiles.string(base + "speed", at: at).flatMap { USBSpeed(sysfs: String($0.trimmingSpaces)) },
+            configuration: configuration,
+            speed: known ?? SysfsFiles.string(base + "speed", at: at).flatMap { USBSpeed(sysfs: String($0.trimmingSpaces)) },
             descriptorIssues: issues)
         descriptor.protocols = protocolTable.protocols(for: info)
         info.descriptor = descriptor
