@@ -56,15 +56,9 @@ public actor AccessoryManager {
     private var outbox: [AccessoryEvent]?
     /// Hotplug notices taken so far, by kind (for metrics).
     package private(set) var hotplugCounts = HotplugCounts()
-    /// Automatic recovery's decisions (``Configuration/recovery``), and the ports being
-    /// recovered, requested recoveries included (see AccessoryManager+AutoRecovery.swift).
-    var recoveryScheduler: RecoveryScheduler
-    /// The host timer for ``recoveryScheduler``'s next deadline.
-    var recoveryTimer: (at: Duration, timer: HostTimer)?
-    /// The automatic recoveries under way, by port: shutdown cancels them.
-    var recoveryTasks: [String: Task<Void, Never>] = [:]
-    /// Each connection's timeout count, shared by its sessions, while it has had one.
-    var timeoutWatches: [ConnectionID: TimeoutWatch] = [:]
+    /// Automatic recovery (``Configuration/recovery``), and the ports being recovered,
+    /// requested recoveries included.
+    let automaticRecovery: AutomaticRecovery
 
     /// Starts watching: subscribes to hotplug, then reconciles a first sysfs snapshot, whose
     /// devices become the first `.connected` events.
@@ -93,7 +87,7 @@ public actor AccessoryManager {
         }
         self.logger = configuration.logger
         self.libusbVersion = host.version
-        self.recoveryScheduler = RecoveryScheduler(policy: configuration.recovery)
+        self.automaticRecovery = AutomaticRecovery(policy: configuration.recovery)
         // Subscribe first, then take the snapshot: no attach can fall in between.
         let notices = try host.startMonitoring()
         self.isHotplugAvailable = notices != nil
@@ -127,8 +121,6 @@ public actor AccessoryManager {
         inbox.finish()
         monitorTask?.cancel()
         armed?.timer.cancel()
-        recoveryTimer?.timer.cancel()
-        for task in recoveryTasks.values { task.cancel() }
         fanOut.finish()
         recoveryWatchers.finish()
     }
@@ -203,7 +195,7 @@ public actor AccessoryManager {
         isShutDown = true
         armed?.timer.cancel()
         armed = nil
-        stopAutomaticRecovery()
+        automaticRecovery.stop()
         // Sessions first: closing them needs the event thread to complete their transfers.
         await closeSessionsAtShutdown()
         host.stopMonitoring()
@@ -283,16 +275,13 @@ public actor AccessoryManager {
         for event in effects.events {
             switch event {
             case .connected(let accessory):
-                recoveryScheduler.connected(accessory)
+                automaticRecovery.connected(accessory)
                 logger.debug(
                     "connected \(accessory.connectionID): \(accessory.descriptor.vendorProduct) \(accessory.physicalIdentity) on \(accessory.descriptor.port) address \(accessory.descriptor.address.map(String.init) ?? "?")")
             case .disconnected(let accessory, let reason):
                 endSessions(of: accessory.connectionID, reason: reason)
                 suspectPipes.disconnected(accessory.connectionID, reason: reason)
-                if !timeoutWatches.isEmpty { timeoutWatches[accessory.connectionID] = nil }
-                if configuration.recovery?.vanishedFor != nil {
-                    recoveryScheduler.disconnected(accessory, reason: reason, at: host.uptime().monotonic)
-                }
+                automaticRecovery.disconnected(accessory, reason: reason, at: host.uptime().monotonic)
                 logger.debug("disconnected \(accessory.connectionID) (\(accessory.physicalIdentity)): \(reason)")
             }
         }
@@ -301,7 +290,7 @@ public actor AccessoryManager {
         } else {
             fanOut.send(contentsOf: effects.events)
         }
-        if !effects.events.isEmpty, configuration.recovery?.vanishedFor != nil { armRecoveryTimer() }
+        if !effects.events.isEmpty, automaticRecovery.watchesVanished { automaticRecovery.arm(on: self) }
         for alarm in effects.falseAlarms { suspectPipes.falseAlarm(alarm.id, on: tracker.entry(alarm.id), operation: alarm.operation, logger: logger) }
         guard let look = effects.look else { return effects }
         var all = effects

@@ -107,7 +107,7 @@ extension AccessoryManager {
             name: sessionName, accessory: accessory, protocolName: protocolName, options: options, prepared: prepared, manager: self,
             logger: configuration.logger)
         sessions.open(key, SessionEntry(handle: session, resources: session.resources))
-        if let watch = timeoutWatch(for: id) { session.pipe.calls.setTimeoutWatch(watch) }
+        if let watch = automaticRecovery.timeoutWatch(for: id, on: self) { session.pipe.calls.setTimeoutWatch(watch) }
         return session
     }
 
