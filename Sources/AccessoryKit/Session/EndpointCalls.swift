@@ -155,6 +155,9 @@ final class EndpointCalls: Sendable {
     /// Calls registered whose transfer has not come back.
     var inFlight: Int { state.withLock { $0.outstanding } }
 
+    /// Whether ``close()`` has begun.
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Runs `body` unless a call is in flight on `endpoint`, holding new calls off while it
     /// runs: a stream starting a read or write on that endpoint, so that it and a call never
     /// both begin. (The streams' lock is taken inside this one, never this one inside theirs.)
@@ -277,7 +280,8 @@ final class EndpointCalls: Sendable {
         }
         guard s.calls[id] != nil else { return }  // completed already
         s.calls[id]!.submitted = true
-        if s.calls[id]!.cancelRequested { fx.cancel.append((transfers, id)) }
+        // A cancel, a close or a failure that came during the submit found nothing to cancel.
+        if s.calls[id]!.cancelRequested || s.closed || s.failure != nil { fx.cancel.append((transfers, id)) }
     }
 
     /// Why a new call cannot start now, if it cannot.
