@@ -1,5 +1,4 @@
 import AccessoryCore
-import DequeModule
 import Synchronization
 import AccessoryLocking
 
@@ -7,12 +6,12 @@ import AccessoryLocking
 /// ``OutputStateMachine`` over an OUT one, with the continuations of the calls waiting on
 /// them. See the two machines for the behaviour.
 ///
-/// Locking: one `Mutex` guards both machines and the waiting continuations. An event takes
-/// it, asks a machine, and records the machine's actions; after releasing it, the caller
-/// resumes continuations and performs queue operations. Queue operations (submits,
-/// cancels) run in the order the machines decided them, one thread at a time: the first
-/// thread to find work pending performs it, and any pending when it is done, before it
-/// lets go. Completions arrive on the queues' event thread.
+/// Locking: one lock guards both machines and the waiting continuations
+/// (``DataPlaneState``). An event takes it, asks a machine, and records the machine's
+/// actions; after releasing it, the caller resumes continuations and performs queue
+/// operations. Queue operations (submits, cancels) run in the order the machines decided
+/// them, one thread at a time: the first thread to find work pending performs it, and any
+/// pending when it is done, before it lets go. Completions arrive on the queues' event thread.
 ///
 /// **Failure.** A vanished device (NO_DEVICE) stops submitting, and the data plane tells
 /// its owner (once), who ends it with ``fail(_:)`` and the reason the manager gives (a
@@ -57,8 +56,7 @@ final class DataPlane: Sendable {
 
     typealias ReadResult = Result<[UInt8]?, AccessoryError>
     typealias WriteResult = Result<Void, AccessoryError>
-    private typealias ReadContinuation = CheckedContinuation<ReadResult, Never>
-    private typealias WriteContinuation = CheckedContinuation<WriteResult, Never>
+    private typealias Effects = DataPlaneState.Effects
 
     let inQueue: any EndpointQueue
     let outQueue: any EndpointQueue
@@ -68,52 +66,7 @@ final class DataPlane: Sendable {
     /// Told once (outside the lock) which operation found the device (maybe) gone; it must
     /// end the data plane with ``fail(_:)`` once it knows whether the device is gone.
     private let onNoDevice: @Sendable (DeviceGoneSign, DataPlane) -> Void
-    private let state: Locked<State>
-
-    /// A queue operation a machine decided.
-    private enum Work {
-        case submitIn(count: Int)
-        case submitOut(ArraySlice<UInt8>)
-        case cancelIn
-        case cancelOut
-    }
-
-    /// Everything the lock guards.
-    private struct State {
-        var input: InputStateMachine
-        var output: OutputStateMachine
-        var nextID: UInt64 = 0
-        var readers: [UInt64: ReadContinuation] = [:]
-        /// Results that came before their call had suspended.
-        var readResults: [UInt64: ReadResult] = [:]
-        var writers: [UInt64: WriteContinuation] = [:]
-        var writeResults: [UInt64: WriteResult] = [:]
-        /// Queue operations decided and not yet performed, in order.
-        var work: Deque<Work> = []
-        /// Whether a thread is performing ``work``.
-        var performing = false
-        var drainWaiters: [CheckedContinuation<Void, Never>] = []
-        /// Waiting in ``deviceGone(_:)`` for the verdict.
-        var verdictWaiters: [CheckedContinuation<AccessoryError, Never>] = []
-        var failure: AccessoryError?
-        var closed = false
-        var reportedGone = false
-
-        mutating func newID() -> UInt64 {
-            nextID &+= 1
-            return nextID
-        }
-    }
-
-    /// What to do once the lock is released.
-    private struct Effects {
-        var reads: [(ReadContinuation, ReadResult)] = []
-        var writes: [(WriteContinuation, WriteResult)] = []
-        var drains: [CheckedContinuation<Void, Never>] = []
-        var verdicts: [(CheckedContinuation<AccessoryError, Never>, AccessoryError)] = []
-        var perform = false
-        var gone: DeviceGoneSign?
-    }
+    private let state: Locked<DataPlaneState>
 
     /// Waits for a timeout: the manager's clock, so that a simulated session's timeouts fall
     /// due in virtual time.
@@ -132,9 +85,7 @@ final class DataPlane: Sendable {
         self.outQueue = output
         self.configuration = configuration
         self.onNoDevice = onNoDevice
-        self.state = Locked(State(
-            input: InputStateMachine(configuration: configuration.input),
-            output: OutputStateMachine(configuration: configuration.output)))
+        self.state = Locked(DataPlaneState(configuration: configuration))
         input.setCompletionHandler { [weak self] completion in self?.inputCompleted(completion) }
         output.setCompletionHandler { [weak self] completion in self?.outputCompleted(completion) }
         // A transfer is awaited while a read (or a write or flush) waits on the stream.
@@ -172,7 +123,7 @@ final class DataPlane: Sendable {
 
     /// Starts the IN transfers, so data is buffered before anyone reads.
     func startInput() {
-        event { s, fx in absorb(s.input.start(), &s, &fx) }
+        event { s, fx in s.absorb(s.input.start(), &fx) }
     }
 
     /// The next chunk (or with `exactly`, that many bytes): `nil` once closed.
@@ -193,7 +144,7 @@ final class DataPlane: Sendable {
                 mine = r.result
                 actions.resumption = nil
             }
-            absorb(actions, &s, &fx)
+            s.absorb(actions, &fx)
             return (id, mine)
         } }
         guard let (id, immediate) = begun else {
@@ -213,13 +164,8 @@ final class DataPlane: Sendable {
         }
         defer { timer?.cancel() }
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: ReadContinuation) in
-                let ready: ReadResult? = state.withLock { s in
-                    if let r = s.readResults.removeValue(forKey: id) { return r }
-                    s.readers[id] = c
-                    return nil
-                }
-                if let ready { c.resume(returning: ready) }
+            await withCheckedContinuation { (c: DataPlaneState.ReadContinuation) in
+                if let ready = state.withLock({ $0.awaitRead(id, c) }) { c.resume(returning: ready) }
             }
         } onCancel: {
             abortRead(id, cancelledError("read"))
@@ -238,7 +184,7 @@ final class DataPlane: Sendable {
     }
 
     private func abortRead(_ id: UInt64, _ error: AccessoryError) {
-        event { s, fx in absorb(s.input.abort(id, error), &s, &fx) }
+        event { s, fx in s.absorb(s.input.abort(id, error), &fx) }
     }
 
     private func decorated(_ result: ReadResult) -> ReadResult {
@@ -249,10 +195,10 @@ final class DataPlane: Sendable {
 
     private func inputCompleted(_ c: TransferCompletion) {
         event { s, fx in
-            absorb(
+            s.absorb(
                 s.input.completed(
                     c.status, data: c.data, operation: inQueue.operation, device: inQueue.device, endpoint: inQueue.endpoint),
-                &s, &fx)
+                &fx)
         }
     }
 
@@ -282,7 +228,7 @@ final class DataPlane: Sendable {
     ///   uses that endpoint, and is `busy` otherwise.
     private func wait(
         timeout: Duration?, operation: String, unlessCallsOn endpoint: UInt8? = nil, busy: AccessoryError? = nil,
-        _ body: (UInt64, inout State) -> OutputStateMachine.Actions
+        _ body: (UInt64, inout DataPlaneState) -> OutputStateMachine.Actions
     ) async -> WriteResult {
         func begin() -> (UInt64, WriteResult?) {
             event { s, fx -> (UInt64, WriteResult?) in
@@ -290,7 +236,7 @@ final class DataPlane: Sendable {
                 var actions = body(id, &s)
                 // Done at once (the common case): no continuation, no table entry.
                 let mine = actions.resumptions.firstIndex { $0.id == id }.map { actions.resumptions.remove(at: $0).result }
-                absorb(actions, &s, &fx)
+                s.absorb(actions, &fx)
                 return (id, mine)
             }
         }
@@ -308,13 +254,8 @@ final class DataPlane: Sendable {
         }
         defer { timer?.cancel() }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: WriteContinuation) in
-                let ready: WriteResult? = state.withLock { s in
-                    if let r = s.writeResults.removeValue(forKey: id) { return r }
-                    s.writers[id] = c
-                    return nil
-                }
-                if let ready { c.resume(returning: ready) }
+            await withCheckedContinuation { (c: DataPlaneState.WriteContinuation) in
+                if let ready = state.withLock({ $0.awaitWrite(id, c) }) { c.resume(returning: ready) }
             }
         } onCancel: {
             abortWrite(id, cancelledError(operation))
@@ -322,15 +263,15 @@ final class DataPlane: Sendable {
     }
 
     private func abortWrite(_ id: UInt64, _ error: AccessoryError) {
-        event { s, fx in absorb(s.output.abort(id, error), &s, &fx) }
+        event { s, fx in s.absorb(s.output.abort(id, error), &fx) }
     }
 
     private func outputCompleted(_ c: TransferCompletion) {
         event { s, fx in
-            absorb(
+            s.absorb(
                 s.output.completed(
                     c.status, length: c.length, operation: outQueue.operation, device: outQueue.device, endpoint: outQueue.endpoint),
-                &s, &fx)
+                &fx)
         }
     }
 
@@ -342,7 +283,7 @@ final class DataPlane: Sendable {
         let failure: AccessoryError? = event { s, fx in
             if let error = s.closed ? closedError("clear stall") : s.failure { return error }
             s.output.pause()
-            absorb(s.input.beginClearingStall(), &s, &fx)
+            s.absorb(s.input.beginClearingStall(), &fx)
             return nil
         }
         if let failure { return .failure(failure) }
@@ -353,8 +294,8 @@ final class DataPlane: Sendable {
     /// Drops the stall errors, starts the input and the output again.
     func endClearingStall() {
         event { s, fx in
-            absorb(s.input.endClearingStall(), &s, &fx)
-            absorb(s.output.resume(), &s, &fx)
+            s.absorb(s.input.endClearingStall(), &fx)
+            s.absorb(s.output.resume(), &fx)
         }
     }
 
@@ -368,8 +309,8 @@ final class DataPlane: Sendable {
         event { s, fx in
             guard s.failure == nil, !s.closed else { return }
             s.failure = error
-            absorb(s.input.fail(error), &s, &fx)
-            absorb(s.output.finish(error), &s, &fx)
+            s.absorb(s.input.fail(error), &fx)
+            s.absorb(s.output.finish(error), &fx)
             fx.verdicts += s.verdictWaiters.map { ($0, error) }
             s.verdictWaiters.removeAll()
         }
@@ -379,7 +320,7 @@ final class DataPlane: Sendable {
     /// A one-transfer call found the device (maybe) gone: the owner is told, once per
     /// session, as for the streams' own transfers.
     private func reportDeviceGone(_ sign: DeviceGoneSign) {
-        event { s, fx in gone(sign, &s, &fx) }
+        event { s, fx in s.gone(sign, &fx) }
     }
 
     /// A call on the device (clear halt, SET_INTERFACE) found it (maybe) gone: the owner is
@@ -393,7 +334,7 @@ final class DataPlane: Sendable {
                     return
                 }
                 s.verdictWaiters.append(c)
-                gone(sign, &s, &fx)
+                s.gone(sign, &fx)
             }
         }
     }
@@ -407,8 +348,8 @@ final class DataPlane: Sendable {
             s.closed = true
             fx.verdicts += s.verdictWaiters.map { ($0, s.failure ?? closedError("close")) }
             s.verdictWaiters.removeAll()
-            absorb(s.input.close(), &s, &fx)
-            absorb(s.output.finish(closedError("write"), replacing: true), &s, &fx)
+            s.absorb(s.input.close(), &fx)
+            s.absorb(s.output.finish(closedError("write"), replacing: true), &fx)
         }
         await calls.close()
         await waitUntilDrained()
@@ -425,7 +366,7 @@ final class DataPlane: Sendable {
     func waitUntilDrained() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { s in
-                if s.input.inFlight == 0 && s.output.inFlight == 0 && !s.performing { return true }
+                if s.isDrained { return true }
                 s.drainWaiters.append(c)
                 return false
             }
@@ -437,47 +378,12 @@ final class DataPlane: Sendable {
 
     /// Runs `body` under the lock, then does what it recorded.
     @discardableResult
-    private func event<R>(_ body: (inout State, inout Effects) -> R) -> R {
+    private func event<R>(_ body: (inout DataPlaneState, inout Effects) -> R) -> R {
         state.withLock(Effects(), { s, fx in
             let r = body(&s, &fx)
-            finalize(&s, &fx)
+            s.finalize(&fx)
             return r
         }, then: run)
-    }
-
-    private func absorb(_ a: InputStateMachine.Actions, _ s: inout State, _ fx: inout Effects) {
-        if a.submits > 0 { s.work.append(.submitIn(count: a.submits)) }
-        if a.cancelAll { s.work.append(.cancelIn) }
-        if let (id, result) = a.resumption {
-            if let c = s.readers.removeValue(forKey: id) { fx.reads.append((c, result)) } else { s.readResults[id] = result }
-        }
-        if let sign = a.deviceGone { gone(sign, &s, &fx) }
-    }
-
-    private func absorb(_ a: OutputStateMachine.Actions, _ s: inout State, _ fx: inout Effects) {
-        for bytes in a.submits { s.work.append(.submitOut(bytes)) }
-        if a.cancelAll { s.work.append(.cancelOut) }
-        for (id, result) in a.resumptions {
-            if let c = s.writers.removeValue(forKey: id) { fx.writes.append((c, result)) } else { s.writeResults[id] = result }
-        }
-        if let sign = a.deviceGone { gone(sign, &s, &fx) }
-    }
-
-    private func gone(_ sign: DeviceGoneSign, _ s: inout State, _ fx: inout Effects) {
-        guard !s.reportedGone, s.failure == nil, !s.closed else { return }
-        s.reportedGone = true
-        fx.gone = sign
-    }
-
-    private func finalize(_ s: inout State, _ fx: inout Effects) {
-        if !s.performing, !s.work.isEmpty {
-            s.performing = true
-            fx.perform = true
-        }
-        if !s.performing, s.input.inFlight == 0, s.output.inFlight == 0, !s.drainWaiters.isEmpty {
-            fx.drains = s.drainWaiters
-            s.drainWaiters.removeAll()
-        }
     }
 
     private func run(_ fx: Effects) {
@@ -492,13 +398,7 @@ final class DataPlane: Sendable {
     /// Performs pending queue operations in order until none is left.
     private func perform() {
         while true {
-            let (next, drains): (Work?, [CheckedContinuation<Void, Never>]) = state.withLock { s in
-                if let w = s.work.popFirst() { return (w, []) }
-                s.performing = false
-                var fx = Effects()
-                finalize(&s, &fx)
-                return (nil, fx.drains)
-            }
+            let (next, drains) = state.withLock { $0.nextWork() }
             guard let work = next else {
                 for c in drains { c.resume() }
                 return
@@ -507,20 +407,12 @@ final class DataPlane: Sendable {
             case .submitIn(let count):
                 for i in 0..<count {
                     guard let error = inQueue.submit(length: configuration.input.transferLength) else { continue }
-                    event { s, fx in
-                        var dropped = 0
-                        s.work.removeAll { if case .submitIn(let n) = $0 { dropped += n; return true } else { return false } }
-                        absorb(s.input.submitFailed(count: count - i + dropped, error), &s, &fx)
-                    }
+                    event { s, fx in s.inputSubmitFailed(count: count - i, error, &fx) }
                     break
                 }
             case .submitOut(let bytes):
                 if let error = outQueue.submit(bytes) {
-                    event { s, fx in
-                        var dropped = 0
-                        s.work.removeAll { if case .submitOut = $0 { dropped += 1; return true } else { return false } }
-                        absorb(s.output.submitFailed(count: 1 + dropped, error), &s, &fx)
-                    }
+                    event { s, fx in s.outputSubmitFailed(error, &fx) }
                 }
             case .cancelIn:
                 inQueue.cancelAll()

@@ -1,5 +1,4 @@
 import AccessoryCore
-import DequeModule
 import Synchronization
 import AccessoryLocking
 
@@ -20,11 +19,12 @@ import AccessoryLocking
 /// - A failed IN call drops what its transfer received; ``AccessoryError/bytesTransferred``
 ///   says how much.
 ///
-/// Locking: one lock guards the calls; transfers are submitted and cancelled, and calls
-/// resumed, after releasing it. Completions arrive on the backend's event thread.
+/// Locking: one lock guards the calls and the endpoints' lanes (``EndpointCallsState``);
+/// transfers are submitted and cancelled, and calls resumed, after releasing it. Completions
+/// arrive on the backend's event thread.
 final class EndpointCalls: Sendable {
     typealias CallResult = Result<[UInt8], AccessoryError>
-    private typealias Continuation = CheckedContinuation<CallResult, Never>
+    private typealias Effects = EndpointCallsState.Effects
 
     /// The claimed interface.
     let interfaceNumber: UInt8
@@ -32,91 +32,13 @@ final class EndpointCalls: Sendable {
     let settings: [UInt8: [AccessoryEndpoint]]
     /// For messages, such as `session 'x'`.
     let sessionDescription: String
-    private let state: Locked<State>
+    private let state: Locked<EndpointCallsState>
     private let onGone = Locked(GoneHandler())
     private let ids = Atomic<UInt64>(0)
 
     /// Who hears of a vanished device; a struct, as ``CompletionHandlerSlot`` is.
     private struct GoneHandler {
         var call: (@Sendable (DeviceGoneSign) -> Void)?
-    }
-
-    /// One call: queued for its submit, in flight, or parked until the session fails.
-    private struct Call {
-        var endpoint: UInt8
-        var timeout: Duration?
-        var continuation: Continuation
-        var submitted = false
-        /// Cancellation asked for before the transfer was submitted.
-        var cancelRequested = false
-        /// Parked: its transfer found the device gone; ``fail(_:)`` ends it.
-        var parked = false
-    }
-
-    /// A call's transfer, waiting for its endpoint's submitting thread.
-    private struct Submission {
-        var id: UInt64
-        var bytes: [UInt8]?
-        var length: Int
-        var timeout: Duration?
-    }
-
-    /// One endpoint's transfers and its calls, oldest first.
-    private struct Lane {
-        let transfers: any EndpointTransfers
-        /// Calls not yet ended (queued, in flight or parked), in call order.
-        var order: Deque<UInt64> = []
-        /// Results that wait for an older call to end first.
-        var held: [UInt64: CallResult] = [:]
-        /// Transfers to submit, in call order.
-        var queued: Deque<Submission> = []
-        /// Whether a thread is submitting ``queued``.
-        var submitting = false
-    }
-
-    private struct State {
-        /// The open device; `nil` once released (the session's close drops the last reference).
-        var device: (any USBDeviceConnection)?
-        var alternate: UInt8
-        var lanes: [UInt8: Lane] = [:]
-        var calls: [UInt64: Call] = [:]
-        /// Calls registered whose transfer has not come back (or was never submitted).
-        var outstanding = 0
-        var drainWaiters: [CheckedContinuation<Void, Never>] = []
-        /// A transfer found the device gone: new calls park until ``fail(_:)``.
-        var gone = false
-        /// ``beginSwitching()`` holds the calls off.
-        var switching = false
-        /// Endpoints whose halt is being cleared: calls on them are `.busy`.
-        var clearingHalt: Set<UInt8> = []
-        var failure: AccessoryError?
-        var closed = false
-        /// Who counts timeouts for automatic recovery (``setTimeoutWatch(_:)``).
-        var timeoutWatch: TimeoutWatch?
-    }
-
-    /// What to do once the lock is released.
-    private struct Effects {
-        var resume: [(Continuation, CallResult)] = []
-        var cancel: [(any EndpointTransfers, UInt64)] = []
-        var cancelAll: [any EndpointTransfers] = []
-        var drains: [CheckedContinuation<Void, Never>] = []
-        var gone: DeviceGoneSign?
-        /// The endpoint whose queued transfers this thread now submits.
-        var submit: UInt8?
-        /// A transfer that worked (`nil`) or timed out (its endpoint), for the timeout watch.
-        var outcome: (watch: TimeoutWatch, timedOut: UInt8?)?
-
-        func run(_ onGone: Locked<GoneHandler>) {
-            for (c, r) in resume { c.resume(returning: r) }
-            for (t, tag) in cancel { t.cancel(tag: tag) }
-            for t in cancelAll { t.cancelAll() }
-            for c in drains { c.resume() }
-            if let gone, let report = onGone.withLock({ $0.call }) { report(gone) }
-            if let outcome {
-                if let endpoint = outcome.timedOut { outcome.watch.timedOut(on: endpoint) } else { outcome.watch.succeeded() }
-            }
-        }
     }
 
     /// The calls of a session on `interface` of `device`, in alternate setting `alternate`.
@@ -127,7 +49,8 @@ final class EndpointCalls: Sendable {
         self.interfaceNumber = interface
         self.settings = settings
         self.sessionDescription = sessionDescription
-        self.state = Locked(State(device: device, alternate: alternate))
+        self.state = Locked(EndpointCallsState(
+            device: device, alternate: alternate, settings: settings, sessionDescription: sessionDescription))
     }
 
     /// No device, no endpoint: for data planes built without one (tests).
@@ -178,130 +101,39 @@ final class EndpointCalls: Sendable {
     ) async -> CallResult {
         let id = ids.add(1, ordering: .relaxed).newValue
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: Continuation) in
-                let submission = Submission(id: id, bytes: bytes, length: length, timeout: timeout)
+            await withCheckedContinuation { (c: EndpointCallsState.Continuation) in
+                let submission = EndpointCallsState.Submission(id: id, bytes: bytes, length: length, timeout: timeout)
                 let lane: UInt8? = event { s, fx in
                     if let refusal = streamRefusal() {
                         fx.resume.append((c, .failure(refusal)))
                         return nil
                     }
-                    return start(submission, endpoint, c, &s, &fx)
+                    return s.start(submission, endpoint, c, &fx, makeLane: makeLane)
                 }
                 if let lane { submitQueued(lane) }
             }
         } onCancel: {
-            event { s, fx in
-                guard let call = s.calls[id] else { return }
-                if call.parked {
-                    finish(id, .failure(cancelledError(endpoint)), &s, &fx)
-                } else if call.submitted, let lane = s.lanes[call.endpoint] {
-                    fx.cancel.append((lane.transfers, id))
-                } else {
-                    s.calls[id]!.cancelRequested = true
-                }
-            }
+            event { s, fx in s.cancel(id, on: endpoint, &fx) }
         }
-    }
-
-    /// Registers a call and queues its transfer, or ends it at once.
-    /// - Returns: the endpoint, when this thread is to submit its queued transfers.
-    private func start(
-        _ submission: Submission, _ endpoint: AccessoryEndpoint, _ c: Continuation, _ s: inout State, _ fx: inout Effects
-    ) -> UInt8? {
-        let (id, address) = (submission.id, endpoint.address)
-        if let refusal = refusal(s) ?? haltRefusal(address, s) {
-            fx.resume.append((c, .failure(refusal)))
-            return nil
-        }
-        if s.gone {
-            s.calls[id] = Call(endpoint: address, timeout: submission.timeout, continuation: c, parked: true)
-            return nil
-        }
-        if s.lanes[address] == nil {
-            switch makeLane(endpoint, on: s.device) {
-            case .success(let lane): s.lanes[address] = lane
-            case .failure(let error):
-                fx.resume.append((c, .failure(error)))
-                return nil
-            }
-        }
-        s.calls[id] = Call(endpoint: address, timeout: submission.timeout, continuation: c, cancelRequested: Task.isCancelled)
-        s.outstanding += 1
-        s.lanes[address]!.order.append(id)
-        s.lanes[address]!.queued.append(submission)
-        guard !s.lanes[address]!.submitting else { return nil }
-        s.lanes[address]!.submitting = true
-        return address
     }
 
     /// Submits the endpoint's queued transfers, oldest first, until none is left: one thread
     /// at a time, so that they reach the device in call order.
     private func submitQueued(_ address: UInt8) {
-        while let work = event({ s, fx in nextSubmission(address, &s, &fx) }) {
+        while let work = event({ s, fx in s.nextSubmission(address, &fx) }) {
             let (next, transfers) = work
             let error =
                 if let bytes = next.bytes { transfers.submit(bytes[...], timeout: next.timeout, tag: next.id) } else {
                     transfers.submit(length: next.length, timeout: next.timeout, tag: next.id)
                 }
-            event { s, fx in submitted(next.id, error, transfers, &s, &fx) }
+            event { s, fx in s.submitted(next.id, error, transfers, &fx) }
         }
     }
 
-    /// The next queued transfer to submit, ending the calls that must not be submitted.
-    private func nextSubmission(_ address: UInt8, _ s: inout State, _ fx: inout Effects) -> (Submission, any EndpointTransfers)? {
-        while let next = s.lanes[address]?.queued.popFirst() {
-            guard let call = s.calls[next.id] else { continue }
-            if let refusal = refusal(s) ?? (call.cancelRequested ? cancelledError(address, s) : nil) {
-                s.outstanding -= 1
-                finish(next.id, .failure(refusal), &s, &fx)
-            } else if s.gone {
-                s.outstanding -= 1
-                s.calls[next.id]!.parked = true
-            } else {
-                return (next, s.lanes[address]!.transfers)
-            }
-        }
-        s.lanes[address]?.submitting = false
-        settleDrain(&s, &fx)
-        return nil
-    }
-
-    /// Call `id`'s transfer was submitted, or failed to be (`error`).
-    private func submitted(_ id: UInt64, _ error: AccessoryError?, _ transfers: any EndpointTransfers, _ s: inout State, _ fx: inout Effects) {
-        if let error {
-            s.outstanding -= 1
-            if error.code.disconnectReason != nil {
-                deviceGone(id, DeviceGoneSign(operation: error.operation ?? transfers.operation), &s, &fx)
-            } else {
-                finish(id, .failure(error), &s, &fx)
-            }
-            settleDrain(&s, &fx)
-            return
-        }
-        guard s.calls[id] != nil else { return }  // completed already
-        s.calls[id]!.submitted = true
-        // A cancel, a close or a failure that came during the submit found nothing to cancel.
-        if s.calls[id]!.cancelRequested || s.closed || s.failure != nil { fx.cancel.append((transfers, id)) }
-    }
-
-    /// Why a new call cannot start now, if it cannot.
-    private func refusal(_ s: State) -> AccessoryError? {
-        if s.closed { return closedError() }
-        if let failure = s.failure { return failure }
-        if s.switching {
-            return AccessoryError(.busy, "\(sessionDescription) is selecting an alternate setting", operation: "transfer")
-        }
-        return nil
-    }
-
-    private func haltRefusal(_ address: UInt8, _ s: State) -> AccessoryError? {
-        guard s.clearingHalt.contains(address) else { return nil }
-        return AccessoryError(
-            .busy, "the halt on \(hexByte(address)) of \(sessionDescription) is being cleared; call again once clearHalt has returned",
-            operation: "transfer")
-    }
-
-    private func makeLane(_ endpoint: AccessoryEndpoint, on device: (any USBDeviceConnection)?) -> Result<Lane, AccessoryError> {
+    /// Makes `endpoint`'s transfers on `device`, their completions reported to this object.
+    private func makeLane(
+        _ endpoint: AccessoryEndpoint, on device: (any USBDeviceConnection)?
+    ) -> Result<EndpointCallsState.Lane, AccessoryError> {
         guard let device else {
             return .failure(AccessoryError(.notFound, "\(sessionDescription) has no device", operation: "\(endpoint)"))
         }
@@ -311,7 +143,7 @@ final class EndpointCalls: Sendable {
             transfers.setCompletionHandler { [weak self] tag, completion in
                 self?.completed(tag, completion, operation: transfers.operation, device: transfers.device)
             }
-            return .success(Lane(transfers: transfers))
+            return .success(EndpointCallsState.Lane(transfers: transfers))
         } catch {
             return .failure(error)
         }
@@ -319,79 +151,7 @@ final class EndpointCalls: Sendable {
 
     /// The transfer of call `tag` ended.
     private func completed(_ tag: UInt64, _ c: TransferCompletion, operation: String, device: String) {
-        event { s, fx in
-            s.outstanding -= 1
-            defer { settleDrain(&s, &fx) }
-            guard let call = s.calls[tag] else { return }
-            switch c.status {
-            case .completed:
-                if let watch = s.timeoutWatch { fx.outcome = (watch, nil) }
-                finish(tag, .success(c.data), &s, &fx)
-            case .noDevice, .error:
-                // NO_DEVICE, or EPROTO as transfers get on a real unplug: the manager confirms.
-                deviceGone(tag, DeviceGoneSign(operation: operation, status: c.status), &s, &fx)
-            case _ where s.gone:
-                // Cancelled while the manager confirms: it waits for the verdict too.
-                deviceGone(tag, DeviceGoneSign(operation: operation, status: c.status), &s, &fx)
-            default:
-                var error = s.failure ?? (s.closed ? closedError() : c.status.error(
-                    operation: operation, device: device, endpoint: call.endpoint, timeout: call.timeout,
-                    session: sessionDescription) ?? AccessoryError(.io, "the transfer on \(device) failed", operation: operation))
-                if s.failure == nil, !s.closed, c.status == .cancelled || c.status == .timedOut { error.bytesTransferred = c.length }
-                if c.status == .timedOut, s.failure == nil, !s.closed, let watch = s.timeoutWatch { fx.outcome = (watch, call.endpoint) }
-                finish(tag, .failure(error), &s, &fx)
-            }
-        }
-    }
-
-    /// Ends call `id` with `result`: a failure at once, data once every older call on its
-    /// endpoint has ended. Then resumes the held calls that were waiting for it.
-    private func finish(_ id: UInt64, _ result: CallResult, _ s: inout State, _ fx: inout Effects) {
-        guard let call = s.calls[id] else { return }
-        let address = call.endpoint
-        if case .success = result, let order = s.lanes[address]?.order, order.first != id, order.contains(id) {
-            s.lanes[address]!.held[id] = result
-            return
-        }
-        s.calls[id] = nil
-        fx.resume.append((call.continuation, result))
-        guard s.lanes[address] != nil else { return }
-        s.lanes[address]!.order.removeAll { $0 == id }
-        s.lanes[address]!.held[id] = nil
-        // Data goes out in call order.
-        while let first = s.lanes[address]!.order.first, let ready = s.lanes[address]!.held.removeValue(forKey: first) {
-            s.lanes[address]!.order.removeFirst()
-            if let c = s.calls.removeValue(forKey: first)?.continuation { fx.resume.append((c, ready)) }
-        }
-    }
-
-    /// Call `id` found the device (maybe) gone: it waits for ``fail(_:)``, in its place in
-    /// call order, and so does every call after it; the session is told once.
-    private func deviceGone(_ id: UInt64, _ sign: DeviceGoneSign, _ s: inout State, _ fx: inout Effects) {
-        if let failure = s.failure ?? (s.closed ? closedError() : nil) {
-            finish(id, .failure(failure), &s, &fx)
-            return
-        }
-        s.calls[id]?.parked = true
-        guard !s.gone else { return }
-        s.gone = true
-        fx.gone = sign
-        // What is still in flight would only wait for the verdict.
-        fx.cancelAll = s.lanes.values.filter { !$0.order.isEmpty }.map(\.transfers)
-    }
-
-    private func cancelledError(_ endpoint: AccessoryEndpoint) -> AccessoryError {
-        AccessoryError(.cancelled, "\(endpoint) on \(sessionDescription) was cancelled", operation: "\(endpoint)")
-    }
-
-    /// Under the lock: it reads the alternate setting from `s`.
-    private func cancelledError(_ address: UInt8, _ s: State) -> AccessoryError {
-        let endpoint = settings[s.alternate]?.first { $0.address == address }.map { "\($0)" } ?? hexByte(address)
-        return AccessoryError(.cancelled, "\(endpoint) on \(sessionDescription) was cancelled", operation: endpoint)
-    }
-
-    private func closedError() -> AccessoryError {
-        AccessoryError(.sessionClosed, "\(sessionDescription) is closed", operation: "transfer")
+        event { s, fx in s.completed(tag, c, operation: operation, device: device, &fx) }
     }
 
     // MARK: Ending
@@ -404,7 +164,7 @@ final class EndpointCalls: Sendable {
         event { s, fx in
             guard s.failure == nil, !s.closed else { return }
             s.failure = error
-            endAll(error, &s, &fx)
+            s.endAll(error, &fx)
         }
     }
 
@@ -414,16 +174,9 @@ final class EndpointCalls: Sendable {
         event { s, fx in
             guard !s.closed else { return }
             s.closed = true
-            endAll(s.failure ?? closedError(), &s, &fx)
+            s.endAll(s.failure ?? s.closedError(), &fx)
         }
         await waitUntilDrained()
-    }
-
-    /// Parked calls end now; queued ones when their endpoint's submitting thread reaches
-    /// them; those in flight once their cancelled transfers are back.
-    private func endAll(_ error: AccessoryError, _ s: inout State, _ fx: inout Effects) {
-        for (id, call) in s.calls where call.parked { finish(id, .failure(error), &s, &fx) }
-        fx.cancelAll = s.lanes.values.filter { !$0.order.isEmpty }.map(\.transfers)
     }
 
     /// Waits until no transfer is in flight.
@@ -436,12 +189,6 @@ final class EndpointCalls: Sendable {
             }
             if ready { c.resume() }
         }
-    }
-
-    private func settleDrain(_ s: inout State, _ fx: inout Effects) {
-        guard s.outstanding == 0, !s.drainWaiters.isEmpty else { return }
-        fx.drains = s.drainWaiters
-        s.drainWaiters.removeAll()
     }
 
     /// Frees every endpoint's transfers and lets go of the device. Call it once closed and
@@ -464,16 +211,7 @@ final class EndpointCalls: Sendable {
     /// - Returns: why it cannot be done now: calls in flight on it, a clear already under
     ///   way (`.busy`), or the session's end.
     func beginClearingHalt(_ endpoint: UInt8) -> AccessoryError? {
-        state.withLock { s in
-            if let refusal = refusal(s) ?? haltRefusal(endpoint, s) { return refusal }
-            if !(s.lanes[endpoint]?.order.isEmpty ?? true) {
-                return AccessoryError(
-                    .busy, "calls are in flight on \(hexByte(endpoint)) of \(sessionDescription); clear the halt once they have ended",
-                    operation: "clear halt")
-            }
-            s.clearingHalt.insert(endpoint)
-            return nil
-        }
+        state.withLock { $0.beginClearingHalt(endpoint) }
     }
 
     /// Lets calls on `endpoint` in again.
@@ -486,16 +224,7 @@ final class EndpointCalls: Sendable {
     /// Holds new calls off (`.busy`) while an alternate setting is selected.
     /// - Returns: why it cannot be done now: calls in flight (`.busy`), or the session's end.
     func beginSwitching() -> AccessoryError? {
-        state.withLock { s in
-            if let refusal = refusal(s) { return refusal }
-            if let busy = s.lanes.first(where: { !$0.value.order.isEmpty })?.key {
-                return AccessoryError(
-                    .busy, "calls are in flight on \(hexByte(busy)) of \(sessionDescription); let them end first",
-                    operation: "select alternate setting")
-            }
-            s.switching = true
-            return nil
-        }
+        state.withLock { $0.beginSwitching() }
     }
 
     /// Lets calls in again, in `alternate` when the switch was made (each endpoint's
@@ -515,7 +244,18 @@ final class EndpointCalls: Sendable {
 
     /// Runs `body` under the lock, then does what it recorded.
     @discardableResult
-    private func event<R>(_ body: (inout State, inout Effects) -> R) -> R {
-        state.withLock(Effects(), body) { $0.run(onGone) }
+    private func event<R>(_ body: (inout EndpointCallsState, inout Effects) -> R) -> R {
+        state.withLock(Effects(), body, then: run)
+    }
+
+    private func run(_ fx: Effects) {
+        for (c, r) in fx.resume { c.resume(returning: r) }
+        for (t, tag) in fx.cancel { t.cancel(tag: tag) }
+        for t in fx.cancelAll { t.cancelAll() }
+        for c in fx.drains { c.resume() }
+        if let gone = fx.gone, let report = onGone.withLock({ $0.call }) { report(gone) }
+        if let outcome = fx.outcome {
+            if let endpoint = outcome.timedOut { outcome.watch.timedOut(on: endpoint) } else { outcome.watch.succeeded() }
+        }
     }
 }
