@@ -78,9 +78,6 @@ final class EndpointCalls: Sendable {
     /// Calls registered whose transfer has not come back.
     var inFlight: Int { state.withLock { $0.outstanding } }
 
-    /// Whether ``close()`` has begun.
-    var isClosed: Bool { state.withLock { $0.closed } }
-
     /// Runs `body` unless a call is in flight on `endpoint`, holding new calls off while it
     /// runs: a stream starting a read or write on that endpoint, so that it and a call never
     /// both begin. (The streams' lock is taken inside this one, never this one inside theirs.)
