@@ -9,11 +9,9 @@ import Synchronization
 /// Completions are reported as libusb delivers them, on its event thread, with their tags.
 /// An IN completion carries the bytes received whatever its status.
 ///
-/// Locking: one `Mutex` (`state`) guards the idle and pending lists and each transfer's tag,
-/// and is held only for moments; a second (`submitting`) is held across each submission, so
-/// that submits keep their order without making a completion wait for an ioctl. Cancels
-/// happen under `state` (a transfer whose ioctl is under way is cancelled right after it),
-/// and the handler is called after releasing it.
+/// Locking: one `Mutex` guards the idle and pending lists and each transfer's tag; submits
+/// and cancels happen under it (neither waits for the event thread), and the handler is
+/// called after releasing it.
 final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandler {
     let endpoint: UInt8
     let operation: String
@@ -23,11 +21,6 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     private let handle: LibUSBDeviceHandle
     private let handler = Mutex(CompletionHandlerSlot())
     private let state = Mutex(State())
-    /// Held across each submission (the ioctl): submits on this endpoint reach the device in
-    /// the order they take it, and a completion on the event thread, which takes only
-    /// `state`, never waits for one. Lock order: `submitting`, then `state`. It counts the
-    /// submissions (a lock with an empty value misleads ThreadSanitizer: see `Locked`).
-    private let submitting = Mutex<UInt64>(0)
 
     /// Idle transfers kept for the next calls, and the largest buffer kept: a call larger
     /// than that gets a transfer of its own, freed once it completes. A stream's
@@ -41,10 +34,6 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
         var idle: [LibUSBTransfer] = []
         /// In submission order; few at a time, so searched by tag.
         var pending: [LibUSBTransfer] = []
-        /// The transfer being submitted now (in `pending`, its ioctl under way), and whether
-        /// a cancel came for it meanwhile (it is cancelled once submitted).
-        var inSubmission: LibUSBTransfer?
-        var cancelInSubmission = false
     }
 
     init(device handle: LibUSBDeviceHandle, endpoint: UInt8, type: USBEndpoint.TransferType, maxPacketSize: Int) {
@@ -73,26 +62,23 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     }
 
     func submit(_ bytes: ArraySlice<UInt8>, timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        submitting.withLock { count in
-            count &+= 1
-            let taken = state.withLock { s in take(capacity: bytes.count, &s) }
+        state.withLock { s in
             let t: LibUSBTransfer
-            switch taken {
+            switch take(capacity: bytes.count, &s) {
             case .success(let transfer): t = transfer
             case .failure(let error): return error
             }
             if !bytes.isEmpty {
                 bytes.withUnsafeBytes { t.buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             }
-            return submit(t, length: bytes.count, timeout: timeout, tag: tag)
+            return submit(t, length: bytes.count, timeout: timeout, tag: tag, &s)
         }
     }
 
     func submit(length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        submitting.withLock { count in
-            count &+= 1
-            switch state.withLock({ s in take(capacity: length, &s) }) {
-            case .success(let t): return submit(t, length: length, timeout: timeout, tag: tag)
+        state.withLock { s in
+            switch take(capacity: length, &s) {
+            case .success(let t): return submit(t, length: length, timeout: timeout, tag: tag, &s)
             case .failure(let error): return error
             }
         }
@@ -110,28 +96,14 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
         }
     }
 
-    /// Submits `t`, holding `submitting` (not `state`): it is pending from before its ioctl,
-    /// so that a completion on the event thread finds it, and a cancel that comes during the
-    /// ioctl is carried out once it is submitted.
-    private func submit(_ t: LibUSBTransfer, length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        state.withLock { s in
-            t.tag = tag
-            s.pending.append(t)
-            s.inSubmission = t
-            s.cancelInSubmission = false
+    private func submit(_ t: LibUSBTransfer, length: Int, timeout: Duration?, tag: UInt64, _ s: inout State) -> AccessoryError? {
+        t.tag = tag
+        if let error = t.submit(length: length, timeout: timeout) {
+            keep(t, &s)
+            return error
         }
-        let error = t.submit(length: length, timeout: timeout)
-        state.withLock { s in
-            s.inSubmission = nil
-            if error != nil {
-                if let i = s.pending.firstIndex(where: { $0 === t }) { s.pending.remove(at: i) }
-                keep(t, &s)
-            } else if s.cancelInSubmission, s.pending.contains(where: { $0 === t }) {
-                t.cancel()
-            }
-            s.cancelInSubmission = false
-        }
-        return error
+        s.pending.append(t)
+        return nil
     }
 
     /// Returns a transfer to the pool, unless its buffer is large or the pool is full.
@@ -143,23 +115,13 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
 
     func cancel(tag: UInt64) {
         state.withLock { s in
-            for t in s.pending where t.tag == tag { cancel(t, &s) }
+            for t in s.pending where t.tag == tag { t.cancel() }
         }
     }
 
     func cancelAll() {
         state.withLock { s in
-            for t in s.pending.reversed() { cancel(t, &s) }
-        }
-    }
-
-    /// Cancels a pending transfer, or, while its ioctl is under way, marks it to be cancelled
-    /// once it is submitted.
-    private func cancel(_ t: LibUSBTransfer, _ s: inout State) {
-        if s.inSubmission === t {
-            s.cancelInSubmission = true
-        } else {
-            t.cancel()
+            for t in s.pending.reversed() { t.cancel() }
         }
     }
 
