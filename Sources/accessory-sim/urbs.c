@@ -157,13 +157,27 @@ static gboolean fail_all_cb(gpointer data)
 }
 
 /* The kernel's order on a real unplug: bulk and interrupt OUT URBs end with
- * -ESHUTDOWN (libusb: NO_DEVICE), IN URBs with -EPROTO (libusb: TRANSFER_ERROR). */
+ * -ESHUTDOWN (libusb: NO_DEVICE), IN URBs with -EPROTO (libusb: TRANSFER_ERROR).
+ * The request is shared by the main thread, which waits for it, and the worker,
+ * which carries it out: each holds a reference, so that a wait that gives up
+ * leaves nothing for the worker to find freed (the request and its instance). */
 typedef struct {
-    Instance *inst;
+    Instance *inst; /* a reference of its own */
     GMutex lock;
     GCond cond;
     gboolean done;
+    gint refs;
 } KernelFail;
+
+static void kernel_fail_unref(KernelFail *k)
+{
+    if (g_atomic_int_dec_and_test(&k->refs)) {
+        instance_unref(k->inst);
+        g_mutex_clear(&k->lock);
+        g_cond_clear(&k->cond);
+        g_free(k);
+    }
+}
 
 static gboolean fail_kernel_cb(gpointer data)
 {
@@ -182,25 +196,24 @@ void usbfs_instance_gone_kernel_order(Instance *inst)
 {
     if (!sim.worker_ctx)
         return;
-    KernelFail k = { .inst = inst, .done = FALSE };
-    g_mutex_init(&k.lock);
-    g_cond_init(&k.cond);
-    g_main_context_invoke(sim.worker_ctx, fail_kernel_cb, &k);
+    KernelFail *k = g_new0(KernelFail, 1);
+    k->inst = instance_ref(inst);
+    g_mutex_init(&k->lock);
+    g_cond_init(&k->cond);
+    k->refs = 2; /* this wait's, and the worker's (dropped when its callback is done) */
+    g_main_context_invoke_full(sim.worker_ctx, G_PRIORITY_DEFAULT, fail_kernel_cb, k, (GDestroyNotify)kernel_fail_unref);
     /* Wait until they have failed: only then does sysfs lose the device. */
-    g_mutex_lock(&k.lock);
+    g_mutex_lock(&k->lock);
     gint64 deadline = g_get_monotonic_time() + 2 * G_TIME_SPAN_SECOND;
-    while (!k.done)
-        if (!g_cond_wait_until(&k.cond, &k.lock, deadline))
+    while (!k->done)
+        if (!g_cond_wait_until(&k->cond, &k->lock, deadline))
             break;
-    gboolean done = k.done;
-    g_mutex_unlock(&k.lock);
-    if (!done) {
-        /* The worker is stuck: leave k alive rather than free it under its feet. */
-        g_printerr("accessory-sim: the usbfs worker did not fail the URBs within 2 s\n");
-        return;
-    }
-    g_mutex_clear(&k.lock);
-    g_cond_clear(&k.cond);
+    gboolean done = k->done;
+    g_mutex_unlock(&k->lock);
+    if (!done)
+        g_printerr("accessory-sim: the usbfs worker did not fail the URBs of %d:%d within 2 s; going on\n", inst->bus,
+                   inst->addr);
+    kernel_fail_unref(k);
 }
 
 void usbfs_instance_gone(Instance *inst)

@@ -43,7 +43,7 @@ extension AccessoryManager {
         let id = phone.connectionID
         let call = ControlCall(device: device, claim: nil, accessory: phone, manager: self)
         let modeSwitch = AccessoryModeSwitch(
-            phone: phone, device: device, wait: wait, clock: configuration.clock, logger: configuration.logger,
+            phone: phone, device: device, wait: wait, clock: configuration.clock, logger: logger,
             send: { request, data throws(AccessoryError) in try await call(request, data, timeout: AccessoryModeSwitch.timeout) })
         let version = try await modeSwitch.negotiate(payloads)
         // Listen before START: the phone may be back before START's completion is seen.

@@ -54,7 +54,7 @@ extension AccessoryManager {
         } catch where error.code == .notFound {
             // libusb: the device re-enumerated (its descriptors changed); the hotplug events
             // and the link follow.
-            configuration.logger.debug("reset of \(label): the device re-enumerated")
+            logger.debug("reset of \(label): the device re-enumerated")
         } catch {
             // Gone: it may be on its way back, so the mark stays until its deadline.
             if error.code.disconnectReason != nil {

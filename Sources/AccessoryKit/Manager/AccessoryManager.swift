@@ -27,6 +27,7 @@ public actor AccessoryManager {
     /// The hardware: the OS truth, hotplug notices and devices. Sessions open devices
     /// through it.
     nonisolated let host: any USBHost
+    /// The configuration's logger, where the manager and its helpers log.
     let logger: Logger
 
     /// Every hotplug decision: the manager feeds it inputs and performs its effects.

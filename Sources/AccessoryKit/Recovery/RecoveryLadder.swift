@@ -55,7 +55,7 @@ struct RecoveryLadder {
         for step in steps {
             let outcome = await attempt(step, current: current, on: manager)
             tried.append((step, outcome.text))
-            manager.configuration.logger.info("recovery of \(label), \(step.name): \(outcome.text)")
+            manager.logger.info("recovery of \(label), \(step.name): \(outcome.text)")
             switch outcome {
             case .recovered(let back):
                 report(tried, after: back, since: started, on: manager)

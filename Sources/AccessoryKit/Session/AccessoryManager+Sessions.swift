@@ -85,7 +85,7 @@ extension AccessoryManager {
 
         let opener = SessionOpener(
             host: host, info: info, address: address, protocolName: protocolName, interfaceNumber: number, options: options,
-            table: configuration.protocolTable, clock: configuration.clock, logger: configuration.logger, label: label,
+            table: configuration.protocolTable, clock: configuration.clock, logger: logger, label: label,
             sessionName: sessionName,
             onNoDevice: SuspectPipes.reporter(to: self, id: id, label: label))
         let prepared: SessionOpener.Prepared
@@ -105,7 +105,7 @@ extension AccessoryManager {
         }
         let session = AccessorySession(
             name: sessionName, accessory: accessory, protocolName: protocolName, options: options, prepared: prepared, manager: self,
-            logger: configuration.logger)
+            logger: logger)
         sessions.open(key, SessionEntry(handle: session, resources: session.resources))
         if let watch = automaticRecovery.timeoutWatch(for: id, on: self) { session.pipe.calls.setTimeoutWatch(watch) }
         return session
@@ -159,7 +159,7 @@ extension AccessoryManager {
     /// their transfers.
     func closeSessionsAtShutdown() async {
         for entry in sessions.inNameOrder {
-            configuration.logger.warning("closing session '\(entry.resources.name)' still open at shutdown")
+            logger.warning("closing session '\(entry.resources.name)' still open at shutdown")
             entry.resources.connectionEnded(.shutdown)
             await entry.resources.close(manager: self)
         }
