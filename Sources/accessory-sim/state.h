@@ -232,5 +232,10 @@ gboolean worker_capture(const char *devnode);
 void worker_note_context(void);
 /* Waits until the worker thread has run everything queued so far. */
 void worker_barrier(void);
+/* Runs fn(data) on the worker thread, after everything queued so far, and
+ * waits for it up to timeout_us: TRUE if it ran in time. destroy(data) runs
+ * once both are done with it (the wait, and the worker's call, which may come
+ * after a wait that gave up). FALSE at once when no worker context is known. */
+gboolean worker_run(void (*fn)(gpointer data), gpointer data, GDestroyNotify destroy, gint64 timeout_us);
 
 #endif

@@ -157,63 +157,23 @@ static gboolean fail_all_cb(gpointer data)
 }
 
 /* The kernel's order on a real unplug: bulk and interrupt OUT URBs end with
- * -ESHUTDOWN (libusb: NO_DEVICE), IN URBs with -EPROTO (libusb: TRANSFER_ERROR).
- * The request is shared by the main thread, which waits for it, and the worker,
- * which carries it out: each holds a reference, so that a wait that gives up
- * leaves nothing for the worker to find freed (the request and its instance). */
-typedef struct {
-    Instance *inst; /* a reference of its own */
-    GMutex lock;
-    GCond cond;
-    gboolean done;
-    gint refs;
-} KernelFail;
-
-static void kernel_fail_unref(KernelFail *k)
+ * -ESHUTDOWN (libusb: NO_DEVICE), IN URBs with -EPROTO (libusb: TRANSFER_ERROR). */
+static void fail_kernel(gpointer data)
 {
-    if (g_atomic_int_dec_and_test(&k->refs)) {
-        instance_unref(k->inst);
-        g_mutex_clear(&k->lock);
-        g_cond_clear(&k->cond);
-        g_free(k);
-    }
-}
-
-static gboolean fail_kernel_cb(gpointer data)
-{
-    KernelFail *k = data;
+    Instance *inst = data;
     g_rec_mutex_lock(&sim.lock);
-    usbfs_fail_all(k->inst); /* inst->kernel_order is set: its statuses; waiting reapers, the FIFO */
+    usbfs_fail_all(inst); /* inst->kernel_order is set: its statuses; waiting reapers, the FIFO */
     g_rec_mutex_unlock(&sim.lock);
-    g_mutex_lock(&k->lock);
-    k->done = TRUE;
-    g_cond_signal(&k->cond);
-    g_mutex_unlock(&k->lock);
-    return G_SOURCE_REMOVE;
 }
 
 void usbfs_instance_gone_kernel_order(Instance *inst)
 {
-    if (!sim.worker_ctx)
-        return;
-    KernelFail *k = g_new0(KernelFail, 1);
-    k->inst = instance_ref(inst);
-    g_mutex_init(&k->lock);
-    g_cond_init(&k->cond);
-    k->refs = 2; /* this wait's, and the worker's (dropped when its callback is done) */
-    g_main_context_invoke_full(sim.worker_ctx, G_PRIORITY_DEFAULT, fail_kernel_cb, k, (GDestroyNotify)kernel_fail_unref);
-    /* Wait until they have failed: only then does sysfs lose the device. */
-    g_mutex_lock(&k->lock);
-    gint64 deadline = g_get_monotonic_time() + 2 * G_TIME_SPAN_SECOND;
-    while (!k->done)
-        if (!g_cond_wait_until(&k->cond, &k->lock, deadline))
-            break;
-    gboolean done = k->done;
-    g_mutex_unlock(&k->lock);
-    if (!done)
+    /* Without a worker context no client ever talked to us: nothing is pending. Else wait
+     * until they have failed: only then does sysfs lose the device. The worker holds a
+     * reference of its own, so a wait that gives up leaves it nothing freed. */
+    if (sim.worker_ctx && !worker_run(fail_kernel, instance_ref(inst), (GDestroyNotify)instance_unref, 2 * G_TIME_SPAN_SECOND))
         g_printerr("accessory-sim: the usbfs worker did not fail the URBs of %d:%d within 2 s; going on\n", inst->bus,
                    inst->addr);
-    kernel_fail_unref(k);
 }
 
 void usbfs_instance_gone(Instance *inst)

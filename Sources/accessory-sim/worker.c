@@ -53,45 +53,68 @@ gboolean worker_capture(const char *devnode)
     return ok;
 }
 
+/* A call on the worker thread that another thread waits for. Both hold a
+ * reference: a wait that gives up leaves nothing for the worker to find
+ * freed, neither the call nor its data (freed by the last of the two). */
 typedef struct {
+    void (*fn)(gpointer data);
+    gpointer data;
+    GDestroyNotify destroy;
     GMutex mutex;
     GCond cond;
     gboolean done;
     gint refs;
-} Barrier;
+} WorkerCall;
 
-static void barrier_unref(Barrier *b)
+static void call_unref(WorkerCall *c)
 {
-    if (g_atomic_int_dec_and_test(&b->refs)) {
-        g_mutex_clear(&b->mutex);
-        g_cond_clear(&b->cond);
-        g_free(b);
+    if (g_atomic_int_dec_and_test(&c->refs)) {
+        if (c->destroy)
+            c->destroy(c->data);
+        g_mutex_clear(&c->mutex);
+        g_cond_clear(&c->cond);
+        g_free(c);
     }
 }
 
-static gboolean barrier_cb(gpointer data)
+static gboolean call_cb(gpointer data)
 {
-    Barrier *b = data;
-    g_mutex_lock(&b->mutex);
-    b->done = TRUE;
-    g_cond_signal(&b->cond);
-    g_mutex_unlock(&b->mutex);
+    WorkerCall *c = data;
+    if (c->fn)
+        c->fn(c->data);
+    g_mutex_lock(&c->mutex);
+    c->done = TRUE;
+    g_cond_signal(&c->cond);
+    g_mutex_unlock(&c->mutex);
     return G_SOURCE_REMOVE;
+}
+
+gboolean worker_run(void (*fn)(gpointer data), gpointer data, GDestroyNotify destroy, gint64 timeout_us)
+{
+    if (!sim.worker_ctx) {
+        if (destroy)
+            destroy(data);
+        return FALSE;
+    }
+    WorkerCall *c = g_new0(WorkerCall, 1);
+    c->fn = fn;
+    c->data = data;
+    c->destroy = destroy;
+    g_mutex_init(&c->mutex);
+    g_cond_init(&c->cond);
+    c->refs = 2; /* this wait's, and the worker's (dropped once its callback has run) */
+    g_main_context_invoke_full(sim.worker_ctx, G_PRIORITY_DEFAULT, call_cb, c, (GDestroyNotify)call_unref);
+    gint64 end = g_get_monotonic_time() + timeout_us;
+    g_mutex_lock(&c->mutex);
+    while (!c->done && g_cond_wait_until(&c->cond, &c->mutex, end))
+        ;
+    gboolean done = c->done;
+    g_mutex_unlock(&c->mutex);
+    call_unref(c);
+    return done;
 }
 
 void worker_barrier(void)
 {
-    if (!sim.worker_ctx)
-        return;
-    Barrier *b = g_new0(Barrier, 1);
-    g_mutex_init(&b->mutex);
-    g_cond_init(&b->cond);
-    b->refs = 2;
-    g_main_context_invoke_full(sim.worker_ctx, G_PRIORITY_DEFAULT, barrier_cb, b, (GDestroyNotify)barrier_unref);
-    gint64 end = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
-    g_mutex_lock(&b->mutex);
-    while (!b->done && g_cond_wait_until(&b->cond, &b->mutex, end))
-        ;
-    g_mutex_unlock(&b->mutex);
-    barrier_unref(b);
+    worker_run(NULL, NULL, NULL, 5 * G_TIME_SPAN_SECOND);
 }
