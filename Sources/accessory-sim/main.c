@@ -61,7 +61,6 @@
 #define PRELOAD_LIB "libumockdev-preload.so.0"
 #define PRELOAD_SHIM "libaccessory-sim-preload.so"
 
-extern char **environ;
 
 static GMainLoop *loop;
 static pid_t child_pid = -1;
@@ -159,7 +158,10 @@ static void on_child_exit(GPid pid, gint status, gpointer user)
     g_main_loop_quit(loop);
 }
 
-static int spawn_command(char **cmd)
+/* Runs cmd with envp, its environment (not the simulator's own: by the time the
+ * command starts, umockdev's worker and the trash thread run, and a setenv() then
+ * could free the environment under a getenv() of theirs). */
+static int spawn_command(char **cmd, char **envp)
 {
     posix_spawnattr_t attr;
     sigset_t defaults, empty;
@@ -175,7 +177,7 @@ static int spawn_command(char **cmd)
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setsigmask(&attr, &empty);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    err = posix_spawnp(&pid, cmd[0], NULL, &attr, cmd, environ);
+    err = posix_spawnp(&pid, cmd[0], NULL, &attr, cmd, envp);
     if (err == ENOEXEC) {
         /* a script without #! line: run it with /bin/sh, like execvp() */
         GPtrArray *sh = g_ptr_array_new();
@@ -183,7 +185,7 @@ static int spawn_command(char **cmd)
         for (char **a = cmd; *a; a++)
             g_ptr_array_add(sh, *a);
         g_ptr_array_add(sh, NULL);
-        err = posix_spawn(&pid, "/bin/sh", NULL, &attr, (char **)sh->pdata, environ);
+        err = posix_spawn(&pid, "/bin/sh", NULL, &attr, (char **)sh->pdata, envp);
         g_ptr_array_unref(sh);
     }
     posix_spawnattr_destroy(&attr);
@@ -361,7 +363,6 @@ static int run_main(int argc, char **argv)
     g_rec_mutex_init(&sim.lock);
     sim.testbed = umockdev_testbed_new();
     sim.root = umockdev_testbed_get_root_dir(sim.testbed);
-    setenv("TMPDIR", childtmp, 1);
     sim_log("testbed %s", sim.root);
     if (!uevent_guard_init()) {
         privdir_remove(privdir);
@@ -391,16 +392,21 @@ static int run_main(int argc, char **argv)
         rc = 2;
     }
     if (rc == 0) {
-        setenv("ACCESSORY_SIM_SOCKET", sock, 1);
-        /* Tell COMMAND where this binary is, so tests can run `$ACCESSORY_SIM ctl ...`. */
+        /* The command's environment: a temporary folder of its own, the control socket, and
+         * where this binary is, so tests can run `$ACCESSORY_SIM ctl ...`. */
+        char **envp = g_get_environ();
+        envp = g_environ_setenv(envp, "TMPDIR", childtmp, TRUE);
+        envp = g_environ_setenv(envp, "ACCESSORY_SIM_SOCKET", sock, TRUE);
         char self[4096];
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
         if (n > 0) {
             self[n] = '\0';
-            setenv("ACCESSORY_SIM", self, 1);
+            envp = g_environ_setenv(envp, "ACCESSORY_SIM", self, TRUE);
         }
         install_signals();
-        if (spawn_command(cmd) < 0) {
+        int spawned = spawn_command(cmd, envp);
+        g_strfreev(envp);
+        if (spawned < 0) {
             rc = 127;
         } else {
             g_main_loop_run(loop);
