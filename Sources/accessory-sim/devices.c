@@ -164,6 +164,16 @@ void device_unplug(Instance *inst, gboolean silent)
         /* as the kernel does it: every device behind it first, the deepest
          * first, each with its own remove uevent */
         GPtrArray *children = topology_behind(inst);
+        if (!silent && sim.kernel_order_ms >= 0) {
+            /* all of them leave sysfs at once; their uevents trail (see below) */
+            g_rec_mutex_lock(&sim.lock);
+            topology_drop_parked_behind(inst->port);
+            g_rec_mutex_unlock(&sim.lock);
+            g_ptr_array_add(children, instance_ref(inst));
+            devices_unplug_urbs_first(children, (guint)sim.kernel_order_ms);
+            g_ptr_array_unref(children);
+            return;
+        }
         for (guint i = 0; i < children->len; i++)
             device_unplug(g_ptr_array_index(children, i), silent); /* a hub among them finds its children gone already */
         g_ptr_array_unref(children);
@@ -195,22 +205,50 @@ void device_unplug(Instance *inst, gboolean silent)
  * The device directory itself stays until then: the uevent is built from it. */
 void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms)
 {
+    GPtrArray *one = g_ptr_array_new_with_free_func((GDestroyNotify)instance_unref);
+    g_ptr_array_add(one, instance_ref(inst));
+    devices_unplug_urbs_first(one, uevent_delay_ms);
+    g_ptr_array_unref(one);
+}
+
+/* Fails the URBs of inst and unlists it; FALSE if it was unplugged already. */
+static gboolean vanish(Instance *inst)
+{
     g_rec_mutex_lock(&sim.lock);
     if (!topology_remove(inst)) {
         g_rec_mutex_unlock(&sim.lock);
-        return; /* already unplugged */
+        return FALSE;
     }
     inst->gone = TRUE;
     inst->kernel_order = TRUE; /* an ioctl before the worker fails the URBs fails them so too */
     g_rec_mutex_unlock(&sim.lock);
     usbfs_instance_gone_kernel_order(inst);
-
     materialize_unlist(inst);
-    if (uevent_delay_ms > 0)
-        g_usleep((gulong)uevent_delay_ms * 1000);
-    materialize_detach(inst, FALSE);
-    sim_log("unplugged %d:%d port %s (URBs first, uevent after %u ms)", inst->bus, inst->addr, inst->port, uevent_delay_ms);
-    instance_unref(inst); /* the table's reference */
+    return TRUE;
+}
+
+/* Several devices at once, as a hub's unplug or a port's power going takes them:
+ * the kernel drops every one from sysfs in the order given, at once, and the
+ * remove uevents trail one by one, each uevent_delay_ms after the last, as a
+ * loaded udevd relays them. So the last one's event comes latest after its
+ * device left: the unkind order for a host that waits for remove events. */
+void devices_unplug_urbs_first(GPtrArray *gone, guint uevent_delay_ms)
+{
+    gboolean *vanished = g_new0(gboolean, gone->len);
+    for (guint i = 0; i < gone->len; i++)
+        vanished[i] = vanish(g_ptr_array_index(gone, i));
+    for (guint i = 0; i < gone->len; i++) {
+        if (!vanished[i])
+            continue;
+        Instance *inst = g_ptr_array_index(gone, i);
+        if (uevent_delay_ms > 0)
+            g_usleep((gulong)uevent_delay_ms * 1000);
+        materialize_detach(inst, FALSE);
+        sim_log("unplugged %d:%d port %s (URBs first, uevent after %u ms)", inst->bus, inst->addr, inst->port,
+                uevent_delay_ms);
+        instance_unref(inst); /* the table's reference */
+    }
+    g_free(vanished);
 }
 
 void device_remove_node(Instance *inst)

@@ -17,6 +17,9 @@ void device_unplug(Instance *inst, gboolean silent);
 /* The kernel's order: URBs fail, then sysfs's listing and the node go, then
  * (uevent_delay_ms later) the remove uevent. */
 void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms);
+/* Several at once (a hub and what is behind it, a port's power): all leave sysfs
+ * in the order given, then their remove uevents trail, uevent_delay_ms apart. */
+void devices_unplug_urbs_first(GPtrArray *gone, guint uevent_delay_ms);
 /* fault no-node: only the /dev node goes. */
 void device_remove_node(Instance *inst);
 Instance *device_replug(Instance *inst, gboolean silent, char **error);

@@ -57,8 +57,7 @@ static void drop_parked(Instance *inst, Wedge step)
         spec_clear(&spec);
     }
     g_rec_mutex_unlock(&sim.lock);
-    for (guint i = 0; i < gone->len; i++)
-        device_unplug_urbs_first(g_ptr_array_index(gone, i), sim.kernel_order_ms > 0 ? (guint)sim.kernel_order_ms : 0);
+    devices_unplug_urbs_first(gone, sim.kernel_order_ms > 0 ? (guint)sim.kernel_order_ms : 0);
     g_ptr_array_unref(gone);
 }
 
@@ -214,8 +213,14 @@ static void on_authorized(const char *dir)
         tb_attr(stub, "authorized", "0\n");
         watch_dir(stub);
         sim_log("deauthorized %s", port);
+        /* a 1 written before the watch began is seen only here */
+        gboolean written = watch_read_flag(stub, "authorized") == 1;
         g_free(stub);
         g_free(syspath);
+        if (written) {
+            sim_log("authorized %s again", port);
+            plug_parked(port);
+        }
     } else if (value == 1 && !inst) {
         g_rec_mutex_unlock(&sim.lock);
         sim_log("authorized %s again", port);

@@ -77,6 +77,69 @@ struct HotplugPolicyTests {
         #expect(j6.waiting.isEmpty && j6.evict.keys.sorted() == [ids[0]])
     }
 
+    @Test("A cascade: while LEFT events keep coming, the entries still missing wait on, each wait counted from the last; never beyond leftEventWindowLimit")
+    func leftEventsKeepTheWaitsGoing() {
+        var policy = HotplugPolicy()
+        let ms = { (n: Int64) in Self.t0 + .milliseconds(n) }
+        let window = policy.leftEventWindow
+        // A hub's unplug: its three devices leave sysfs together; their events trail.
+        let (registry, ids) = Self.registry([Self.d(5), Self.d(6, port: "1-2"), Self.d(7, port: "1-3")])
+        let j1 = policy.judge(registry, truth: [], at: ms(0), patient: true)
+        #expect(j1.waiting == Set(ids) && j1.lookAgainAt == ms(0) + window)
+        policy.heardLeft(at: ms(200))  // the first one's event
+        let j2 = policy.judge(registry, truth: [], at: ms(250), patient: true)
+        #expect(j2.waiting == Set(ids) && j2.evict.isEmpty, "events are flowing: nobody is a ghost yet")
+        #expect(j2.lookAgainAt == ms(200) + window)
+        let j3 = policy.judge(registry, truth: [], at: ms(450), patient: true)
+        #expect(j3.waiting.isEmpty && Set(j3.evict.keys) == Set(ids), "a window with no event: the rest are ghosts")
+        // A LEFT before the entry went missing starts nothing: the wait runs from the miss.
+        var early = HotplugPolicy()
+        early.heardLeft(at: ms(0))
+        let j4 = early.judge(registry, truth: [], at: ms(100), patient: true)
+        #expect(j4.lookAgainAt == ms(100) + window)
+        // A stream of events elsewhere keeps no ghost past the limit.
+        var stream = HotplugPolicy()
+        _ = stream.judge(registry, truth: [], at: ms(0), patient: true)
+        let limit = stream.leftEventWindowLimit
+        var at = ms(0)
+        while at < ms(0) + limit - .milliseconds(100) {
+            at += .milliseconds(100)
+            stream.heardLeft(at: at)
+            let j = stream.judge(registry, truth: [], at: at, patient: true)
+            #expect(j.evict.isEmpty)
+            #expect(j.lookAgainAt == min(at + window, ms(0) + limit))
+        }
+        stream.heardLeft(at: ms(0) + limit)
+        #expect(Set(stream.judge(registry, truth: [], at: ms(0) + limit, patient: true).evict.keys) == Set(ids))
+        // An impatient look waits for nothing, events or not.
+        var impatient = HotplugPolicy()
+        impatient.heardLeft(at: ms(0))
+        #expect(Set(impatient.judge(registry, truth: [], at: ms(0), patient: false).evict.keys) == Set(ids))
+    }
+
+    @Test("Notices the host holds keep a wait going that is over (any may be the LEFT awaited), a fifth of the window at a time, up to the limit")
+    func pendingNoticesKeepTheWaitsGoing() {
+        var policy = HotplugPolicy()
+        let ms = { (n: Int64) in Self.t0 + .milliseconds(n) }
+        let (registry, ids) = Self.registry([Self.d(5)])
+        _ = policy.judge(registry, truth: [], at: ms(0), patient: true)
+        // Within the window, pending notices change nothing.
+        let j1 = policy.judge(registry, truth: [], at: ms(100), patient: true, noticesPending: true)
+        #expect(j1.waiting == [ids[0]] && j1.lookAgainAt == ms(0) + policy.leftEventWindow)
+        // Past it, they keep the entry a moment longer.
+        let j2 = policy.judge(registry, truth: [], at: ms(300), patient: true, noticesPending: true)
+        #expect(j2.waiting == [ids[0]] && j2.evict.isEmpty)
+        #expect(j2.lookAgainAt == ms(300) + policy.leftEventWindow / 5)
+        // Once they are handed in (and were not its LEFT), it is a ghost.
+        let j3 = policy.judge(registry, truth: [], at: ms(350), patient: true)
+        #expect(j3.evict.keys.sorted() == [ids[0]])
+        // Pending for ever: evicted at the limit all the same.
+        var held = HotplugPolicy()
+        _ = held.judge(registry, truth: [], at: ms(0), patient: true)
+        let j4 = held.judge(registry, truth: [], at: ms(0) + held.leftEventWindowLimit, patient: true, noticesPending: true)
+        #expect(j4.evict.keys.sorted() == [ids[0]])
+    }
+
     @Test("NO_DEVICE makes an entry suspect: evicted with the operation once the truth lacks it; a false alarm while the truth lists it")
     func noDeviceSuspects() {
         var policy = HotplugPolicy()

@@ -191,6 +191,24 @@ struct ManagerTests {
         await m.shutdown()
     }
 
+    @Test func aLeftEventTheManagerHasNotYetTakenStillMakesTheDisconnectUnplugged() async throws {
+        // A busy process: the LEFT event has reached the inbox, but the manager has not
+        // taken it when the look that ends its wait runs.
+        try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
+        let m = try await manager(interval: .milliseconds(100))
+        let log = await EventLog.recording(m)
+        let gone = try #require(await m.connectedAccessories.first)
+        try sysfs.remove(port: "1-1")
+        await backend.advance(by: .milliseconds(100))  // the periodic look finds it missing
+        backend.hold(.left, bus: 1, address: 5, port: "1-1", vendor: 0x1209, product: 0x0001)
+        await backend.advance(by: .milliseconds(250 + 50))  // its wait is over, twice over
+        #expect(await m.connectedAccessories == [gone], "a notice the inbox holds may be its LEFT event")
+        await backend.releaseHeld()
+        #expect(await log.settled { $0.count == 2 })
+        #expect(await log.events.last == .disconnected(gone, .unplugged))
+        await m.shutdown()
+    }
+
     @Test func silentReplugEvictsTheGhostBeforeAdmittingTheLiveDevice() async throws {
         try sysfs.add(port: "1-1", bus: 1, address: 5, vendor: 0x1209, product: 0x0001, serial: "SN1\n")
         let m = try await manager(interval: .milliseconds(100))

@@ -53,14 +53,20 @@ extension AccessoryTracker {
     ///     no empty bus: then call nothing.)
     ///   - plan: the look, as ``beginLook(_:)`` or ``TrackerEffects/look`` gave it.
     ///   - now: when the look was made.
-    public mutating func scanned(_ truth: [USBDeviceInfo], for plan: ReconcilePlan, at now: Duration) -> TrackerEffects {
+    ///   - noticesPending: whether the host holds hotplug notices it has not yet handed in
+    ///     (a busy process takes them late). Any of them may be a LEFT event an entry waits
+    ///     for, so no wait ends while they do.
+    public mutating func scanned(
+        _ truth: [USBDeviceInfo], for plan: ReconcilePlan, at now: Duration, noticesPending: Bool = false
+    ) -> TrackerEffects {
         var effects = TrackerEffects()
         let found = policy.withoutGone(truth.map(resolvingProtocols), at: now, descriptor: \USBDeviceInfo.descriptor)
         let descriptors = found.map(\.descriptor)
         let scope = plan.scope(truth: descriptors, in: registry)
         var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
         for info in found { infos[info.descriptor] = info }
-        let judgement = policy.judge(registry, truth: descriptors, at: now, patient: plan.isPatient, scope: scope)
+        let judgement = policy.judge(
+            registry, truth: descriptors, at: now, patient: plan.isPatient, scope: scope, noticesPending: noticesPending)
         registry.now = recordedTime ?? now
         let policy = self.policy
         let report = Reconciler().reconcile(

@@ -81,6 +81,7 @@ extension AccessoryTracker {
         _ removal: DeviceRemoval, descriptor device: AccessoryDescriptor, at now: Duration, into effects: inout TrackerEffects
     ) {
         let leaving = device.key.flatMap { registry.accessory(at: $0) }
+        policy.heardLeft(at: now)
         if leaving == nil, policy.isLeftOfSkippedArrival(device) {
             // The registry never held it: nothing to remove, no tombstone (which would drop
             // the next instance given this address) and nothing to suspect (in a farm's storm,

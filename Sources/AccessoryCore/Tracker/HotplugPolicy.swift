@@ -10,6 +10,10 @@
 /// - an entry that the truth lacks waits ``leftEventWindow`` from the first look that found
 ///   it missing before it is evicted as a ghost; its LEFT event within that wait makes it
 ///   `unplugged`;
+/// - when many devices leave at once (a hub's unplug), sysfs drops them all together and
+///   udevd relays their remove events one after another, so each LEFT event that comes
+///   starts the wait again, and so do notices the host holds that the manager has not yet
+///   taken (any of them may be the one awaited); never beyond ``leftEventWindowLimit``;
 /// - a transfer's NO_DEVICE only makes an entry *suspect* (``suspect(_:operation:at:)``): it
 ///   is evicted only once the truth lacks it, by the same rule, with the operation as the
 ///   ghost's evidence. While sysfs lists the same instance it is never evicted; a suspicion
@@ -22,6 +26,9 @@ package struct HotplugPolicy: Sendable {
     /// How long after sysfs dropped a device its LEFT event may come and still make the
     /// disconnect `unplugged` (udevd relays the kernel's remove event late).
     package var leftEventWindow: Duration = .milliseconds(250)
+    /// The longest an entry the truth lacks waits, however long LEFT events keep coming: a
+    /// stream of them elsewhere must not keep a ghost whose own event was lost.
+    package var leftEventWindowLimit: Duration = .seconds(5)
     /// How long a LEFT event hides its instance from the truth: the kernel sends the remove
     /// event before it deletes the sysfs directory. A mark never outlives this, so a false
     /// or late LEFT cannot hide a live device for good.
@@ -31,6 +38,8 @@ package struct HotplugPolicy: Sendable {
     package private(set) var deadInstances: [DeviceKey: (descriptor: AccessoryDescriptor, at: Duration)] = [:]
     /// When a look first found each entry missing from the truth.
     private var absentSince: [ConnectionID: Duration] = [:]
+    /// When the last LEFT event came: while they keep coming, the waits go on.
+    private var lastLeftEvent: Duration?
     /// Entries a transfer found gone (NO_DEVICE), with the operation and when.
     package private(set) var suspects: [ConnectionID: (operation: String, since: Duration)] = [:]
     /// Addresses of arrivals skipped as stale, whose LEFT events are still to come.
@@ -55,6 +64,11 @@ package struct HotplugPolicy: Sendable {
     }
 
     // MARK: Instances known gone
+
+    /// A LEFT event came at `now` (for any device): relayed events are still flowing.
+    package mutating func heardLeft(at now: Duration) {
+        lastLeftEvent = now
+    }
 
     /// A LEFT event says this instance is gone.
     package mutating func markGone(_ descriptor: AccessoryDescriptor, at now: Duration) {
@@ -134,9 +148,11 @@ package struct HotplugPolicy: Sendable {
     ///     not an authoritative one such as a wake's, where events were lost).
     ///   - scope: the entries the truth speaks for (a look at some ports only); `nil`: all.
     ///     Entries outside it are neither judged nor stop waiting.
+    ///   - noticesPending: whether the host holds notices not yet handed in: waits that are
+    ///     over go on a moment (``leftEventWindow`` / 5), up to ``leftEventWindowLimit``.
     package mutating func judge(
         _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], at now: Duration, patient: Bool,
-        scope: Set<ConnectionID>? = nil
+        scope: Set<ConnectionID>? = nil, noticesPending: Bool = false
     ) -> Judgement {
         var judgement = Judgement()
         let absent = Self.absentEntries(registry, truth: truth, among: scope)
@@ -148,10 +164,14 @@ package struct HotplugPolicy: Sendable {
         }
         for id in absent {
             let since = absentSince[id] ?? now
-            if patient, now - since < leftEventWindow {
+            let limit = since + leftEventWindowLimit
+            // The wait runs from the later of the first miss and the last LEFT event.
+            var end = max(since, lastLeftEvent ?? since) + leftEventWindow
+            if noticesPending, end <= now { end = now + leftEventWindow / 5 }
+            if patient, now < min(end, limit) {
                 absentSince[id] = since
                 judgement.waiting.insert(id)
-                due(since + leftEventWindow)
+                due(min(end, limit))
             } else {
                 judgement.evict.updateValue(suspects[id]?.operation, forKey: id)
             }

@@ -23,6 +23,8 @@ package final class HotplugNoticeQueue: Sendable {
         var isFinished = false
         /// How many items the consumer took with its last batch.
         var handedOut = 0
+        /// How many notices were ever queued or handed over.
+        var noticesReceived = 0
     }
 
     /// A pthread mutex (``Locked``), not `Mutex`: the manager's suites run under
@@ -65,6 +67,7 @@ package final class HotplugNoticeQueue: Sendable {
     private func enqueue(_ item: Item) -> Bool {
         let (accepted, waiter) = state.withLock { s -> (Bool, CheckedContinuation<[Item], Never>?) in
             guard !s.isFinished else { return (false, nil) }
+            if case .notice = item { s.noticesReceived &+= 1 }
             // A consumer waits only while nothing is queued, so this item is all there is.
             if let w = s.waiter {
                 s.waiter = nil
@@ -83,7 +86,9 @@ package final class HotplugNoticeQueue: Sendable {
     /// so a storm costs one hand-off per batch, not one per notice.
     package func hold(_ notice: HotplugNotice) {
         state.withLock { s in
-            if !s.isFinished { s.queued.append(.notice(notice)) }
+            guard !s.isFinished else { return }
+            s.queued.append(.notice(notice))
+            s.noticesReceived &+= 1
         }
     }
 
@@ -98,6 +103,10 @@ package final class HotplugNoticeQueue: Sendable {
         }
         if let (waiter, batch) = handOff { waiter.resume(returning: batch) }
     }
+
+    /// How many notices the queue has taken in so far (held ones too): a consumer that has
+    /// handled fewer has some still to come.
+    package var noticesReceived: Int { state.withLock { $0.noticesReceived } }
 
     /// Whether a consumer is waiting in ``next()`` now (for tests that must know it waits).
     package var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }

@@ -55,6 +55,8 @@ public actor AccessoryManager {
     /// While a batch of notices is handled, the notifications it makes, sent to subscribers
     /// together at its end (one hand-off to each subscriber per batch).
     private var outbox: [AccessoryEvent]?
+    /// Notices handed in to the tracker so far, against the inbox's count of those it took in.
+    private var noticesHandled = 0
     /// Hotplug notices taken so far, by kind (for metrics).
     package private(set) var hotplugCounts = HotplugCounts()
     /// Automatic recovery (``Configuration/recovery``), and the ports being recovered,
@@ -243,6 +245,7 @@ public actor AccessoryManager {
             outbox = nil
             fanOut.send(contentsOf: events)
         }
+        noticesHandled &+= notices.count
         for notice in notices where !isShutDown {
             let now = host.uptime().monotonic
             if let time = notice.recordedTime { tracker.recordedTime = time }
@@ -315,7 +318,9 @@ public actor AccessoryManager {
             return TrackerEffects()
         }
         if plan.trigger == .initial, let note = scan.note { logger.notice("\(note)") }
-        return perform(tracker.scanned(scan.devices, for: plan, at: host.uptime().monotonic))
+        // Notices the inbox holds may be the LEFT events that entries the scan lacks wait for.
+        let noticesPending = isHotplugAvailable && inbox.noticesReceived != noticesHandled
+        return perform(tracker.scanned(scan.devices, for: plan, at: host.uptime().monotonic, noticesPending: noticesPending))
     }
 
     /// Reconciles now for `trigger` (a `.snapshot` takes the truth as authoritative), and

@@ -116,7 +116,9 @@ struct HubPorts: Sendable {
     }
 
     /// A logical disconnect and re-enumeration: the device's `authorized` to 0, then (once
-    /// it reads 0 and the interfaces are gone, up to 2 s) 1.
+    /// it reads 0 and the interfaces are gone, up to 5 s) 1. A kernel deauthorizes within
+    /// the write; a slower sysfs (umockdev's, whose simulator may be busy with other
+    /// devices) can lack the directory for a moment meanwhile, so the wait is generous.
     func reauthorize(port: String) async throws(AccessoryError) {
         let dir = files.deviceDirectory(port)
         let vendor = SysfsFiles.integer(dir + "/idVendor", radix: 16, as: UInt16.self)
@@ -125,13 +127,14 @@ struct HubPorts: Sendable {
             throw AccessoryError(.notFound, "no device on port \(port)", operation: "reauthorize")
         }
         try files.write("0", to: dir + "/authorized", rule: rule)
-        // Deauthorized: `authorized` reads 0 and the interfaces are gone.
+        // Deauthorized: the directory lists no interface, and `authorized` reads 0. (A
+        // directory that cannot be listed is no answer: it may be on its way out.)
         let deauthorized = {
-            SysfsFiles.integer(dir + "/authorized", as: Int.self) == 0
-                && !(SysfsFiles.list(dir) ?? []).contains { $0.hasPrefix(port + ":") }
+            guard let entries = SysfsFiles.list(dir), !entries.contains(where: { $0.hasPrefix(port + ":") }) else { return false }
+            return SysfsFiles.integer(dir + "/authorized", as: Int.self) == 0
         }
         let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(2)
+        let deadline = clock.now + .seconds(5)
         while !deauthorized() && clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }

@@ -150,20 +150,45 @@ final class FakeHost: USBHost {
         throw AccessoryError(.notFound, "the fake host opens nothing")
     }
 
-    /// Sends a notice, and returns once the manager has handled it.
-    func send(_ kind: HotplugNotice.Kind, bus: Int, address: Int, port: String, vendor: UInt16, product: UInt16) async {
+    private static func notice(_ kind: HotplugNotice.Kind, bus: Int, address: Int, port: String, vendor: UInt16, product: UInt16) -> HotplugNotice {
         let ports = port.split(separator: "-").last!.split(separator: ".").map { UInt8($0)! }
         let device = USBDeviceDescriptor(
             bcdUSB: 0x0200, deviceClass: 0, deviceSubclass: 0, deviceProtocol: 0, maxPacketSize0: 64, vendor: vendor,
             product: product, bcdDevice: 0x0100, manufacturerIndex: 1, productIndex: 2, serialNumberIndex: 3,
             configurationCount: 1)
+        return HotplugNotice(kind: kind, device: USBDeviceRecord(bus: bus, address: address, portNumbers: ports, device: device))
+    }
+
+    /// Queues a notice without handing it to the manager, as libusb's event thread holds the
+    /// notices of one pass: the manager is busy, say. ``send`` (or ``releaseHeld()``) hands
+    /// it over.
+    func hold(_ kind: HotplugNotice.Kind, bus: Int, address: Int, port: String, vendor: UInt16, product: UInt16) {
+        state.withLock { s in
+            s.pending += 1
+            s.notices?.hold(Self.notice(kind, bus: bus, address: address, port: port, vendor: vendor, product: product))
+        }
+    }
+
+    /// Hands the held notices to the manager, and returns once it has handled them.
+    func releaseHeld() async {
+        state.withLock { $0.notices }?.release()
+        await idle()
+    }
+
+    /// Sends a notice, and returns once the manager has handled it.
+    func send(_ kind: HotplugNotice.Kind, bus: Int, address: Int, port: String, vendor: UInt16, product: UInt16) async {
         let sent = state.withLock { s in
             guard let c = s.notices else { return false }
             s.pending += 1
-            c.yield(HotplugNotice(kind: kind, device: USBDeviceRecord(bus: bus, address: address, portNumbers: ports, device: device)))
+            c.yield(Self.notice(kind, bus: bus, address: address, port: port, vendor: vendor, product: product))
             return true
         }
         guard sent else { return }
+        await idle()
+    }
+
+    /// Returns once the manager has handled every notice sent or held.
+    private func idle() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { s in
                 if s.pending == 0 { return true }
