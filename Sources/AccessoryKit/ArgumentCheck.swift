@@ -77,11 +77,12 @@ package enum ArgumentCheck {
 
 extension AccessoryManager.Configuration {
     /// Throws `.invalidArgument` for a duration out of its range: `reconcileInterval`
-    /// 1 ms...49.7 days, `debounce` 0...49.7 days.
+    /// 1 ms...49.7 days, `debounce` 0...49.7 days, `hotplugBatching` 0...1 s.
     package func validate() throws(AccessoryError) {
         let operation = "start the accessory manager"
         try ArgumentCheck.check(
             reconcileInterval, in: .milliseconds(1)...ArgumentCheck.longestInterval, "reconcileInterval", operation: operation)
         try ArgumentCheck.check(debounce, in: .zero...ArgumentCheck.longestInterval, "debounce", operation: operation)
+        try ArgumentCheck.check(hotplugBatching, in: .zero...Duration.seconds(1), "hotplugBatching", operation: operation)
     }
 }

@@ -40,11 +40,15 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Starts a manager, or prints why it cannot start and exits 1.
-    func startManager(capturePath: String? = nil, recovery: RecoveryPolicy? = nil) async throws -> AccessoryManager {
+    func startManager(
+        capturePath: String? = nil, recovery: RecoveryPolicy? = nil, hotplugBatching: Duration = .zero
+    ) async throws -> AccessoryManager {
         let table = try protocolTable()
         do {
             return try await AccessoryManager(
-                configuration: .init(reconcileInterval: interval, protocolTable: table, capturePath: capturePath, recovery: recovery))
+                configuration: .init(
+                    reconcileInterval: interval, protocolTable: table, capturePath: capturePath, recovery: recovery,
+                    hotplugBatching: hotplugBatching))
         } catch {
             note("error: \(error)")
             throw ExitCode(1)

@@ -13,7 +13,10 @@ struct WatchCommand: AsyncParsableCommand {
         discussion: """
             Runs until Ctrl-C or SIGTERM, then shuts the manager down (each accessory is reported \
             disconnected with reason shutdown) and exits 0, within 3 s even when nobody reads its \
-            output. Output is flushed line by line; when \
+            output. In a storm, notices that come within --batch (10 ms) of the last batch \
+            wait for it to end and are handled together: one wake-up for many, and an \
+            instance that is gone again by then is not announced. Output is flushed line \
+            by line; when \
             the reader of the pipe goes away, the next write ends the tool quietly. A reader \
             that falls more than 65,536 lines behind gets, instead of the lines it missed, the \
             difference (each accessory that left, with its reason, then each that is new), and a \
@@ -49,6 +52,13 @@ struct WatchCommand: AsyncParsableCommand {
     /// (hidden: tests make it small).
     @Option(help: .hidden) var backlog = 65_536
 
+    /// A person reads these lines: 10 ms more in a storm costs nothing visible and saves a
+    /// fifth of the CPU (`AccessoryManager.Configuration.hotplugBatching`, BENCHMARKS.md).
+    @Option(name: .customLong("batch"), help: ArgumentHelp(
+        "In a storm, handle hotplug notices that come within this many seconds of the last batch together (0: each at once).",
+        valueName: "seconds"))
+    var batch = 0.01
+
     @Option(help: ArgumentHelp(
         "Serve Prometheus metrics at http://HOST:PORT/metrics (HOST an IPv4 address, [IPv6] or a name; PORT 0 picks a free one).",
         valueName: "HOST:PORT"))
@@ -68,6 +78,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard backlog > 0 else { throw ValidationError("--backlog must be at least 1") }
+        try GlobalOptions.validateSeconds(batch, option: "--batch", allowsZero: true, atMost: 1)
         do {
             _ = try RecoveryPolicy.fromOptions(recover: recover, upTo: recoverUpTo, vanishedSeconds: recoverVanished)
         } catch {
@@ -86,7 +97,7 @@ struct WatchCommand: AsyncParsableCommand {
         global.bootstrapLogging()
         OutputStream.ignoreSigpipe()
         let signals = TerminationSignals.catchAll()
-        let manager = try await global.startManager(recovery: policy)
+        let manager = try await global.startManager(recovery: policy, hotplugBatching: .nanoseconds(Int64((batch * 1e9).rounded())))
         let reports = manager.recoveries()
         let server = try await serveMetrics(of: manager)
         // Bounded: a reader that stops reading costs at most `backlog` waiting lines, not

@@ -47,7 +47,8 @@ struct LiveCLITests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.accessoryctl)
         // -v: the manager logs each connection on stderr as it takes it, whatever the printer does.
-        process.arguments = ["watch", "--json", "--backlog", "16", "-v"] + Self.interval
+        // --batch 0: every instance of the storm is announced (batches would skip most).
+        process.arguments = ["watch", "--json", "--backlog", "16", "--batch", "0", "-v"] + Self.interval
         let pipe = Pipe()  // not read until the storm is over: the pipe fills, lines back up
         process.standardOutput = pipe
         process.standardError = try FileHandle(forWritingTo: errURL)

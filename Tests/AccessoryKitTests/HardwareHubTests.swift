@@ -57,6 +57,29 @@ extension HardwareTests {
             checkInvariants(await log.events)
         }
 
+        @Test func withHotplugBatchingAStormOfPlugsAndUnplugsLosesNothing() async throws {
+            // Notices held back by the event thread (Configuration.hotplugBatching) are handed
+            // over when the batch's time is up, even when nothing more comes.
+            let (manager, log) = try await HardwareTests.manager { $0.hotplugBatching = .milliseconds(50) }
+            var devices: [Sim.Device] = []
+            for i in 1...4 { devices.append(try Sim.plug("1209:00fa:BATCH\(i)", port: "2-6\(i)")) }
+            try #require(await log.wait { events in devices.allSatisfy { d in events.contains { HardwareTests.isAt(d)($0.accessory) } } })
+            let before = await log.events.count
+            for d in devices { try Sim.unplug(d) }
+            let mine: @Sendable (AccessoryEvent) -> Bool = { $0.accessory.descriptor.serial?.hasPrefix("BATCH") ?? false }
+            try #require(await log.wait { $0.dropFirst(before).filter(mine).count >= devices.count })
+            for event in await log.events.dropFirst(before).filter(mine) {
+                guard case .disconnected(_, let reason) = event else {
+                    Issue.record("not a disconnect: \(event)")
+                    continue
+                }
+                #expect(reason == .unplugged)
+            }
+            #expect(!(await manager.connectedAccessories.contains(where: { $0.descriptor.serial?.hasPrefix("BATCH") ?? false })))
+            await manager.shutdown()
+            checkInvariants(await log.events)
+        }
+
         @Test func accessoriesOnASecondBus() async throws {
             let (manager, log) = try await HardwareTests.manager()
             let device = try Sim.plug("1209:00e2:BUS2", port: "2-5")

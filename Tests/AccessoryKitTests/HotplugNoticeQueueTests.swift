@@ -63,6 +63,43 @@ struct HotplugNoticeQueueTests {
         #expect(await queue.next().isEmpty, "and stays ended")
     }
 
+    @Test("A paced release hands the first batch over at once, holds what comes within the interval and says until when, and leaves a busy consumer alone")
+    func pacedRelease() async {
+        func waitUntilWaiting(_ q: HotplugNoticeQueue) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !q.isConsumerWaiting {
+                guard ContinuousClock.now < deadline else { return false }
+                await Task.yield()
+            }
+            return true
+        }
+        let queue = HotplugNoticeQueue()
+        let t0 = ContinuousClock.now
+        let interval = Duration.milliseconds(4)
+        #expect(queue.release(pacedBy: interval, at: t0) == nil, "nothing held: nothing to do")
+        // Nobody waits: the notices stay for the consumer to take when it comes.
+        queue.hold(Self.notice(1))
+        #expect(queue.release(pacedBy: interval, at: t0) == nil)
+        #expect(await queue.next().notices.map(\.descriptor.address) == [1])
+        // A waiting consumer gets the first batch at once.
+        let first = Task { await queue.next() }
+        #expect(await waitUntilWaiting(queue))
+        queue.hold(Self.notice(2))
+        #expect(queue.release(pacedBy: interval, at: t0) == nil)
+        #expect(await first.value.notices.map(\.descriptor.address) == [2])
+        // Within the interval, the next waits, and the queue says until when.
+        let second = Task { await queue.next() }
+        #expect(await waitUntilWaiting(queue))
+        queue.hold(Self.notice(3))
+        #expect(queue.release(pacedBy: interval, at: t0 + .milliseconds(1)) == t0 + interval)
+        queue.hold(Self.notice(4))
+        #expect(queue.release(pacedBy: interval, at: t0 + .milliseconds(3)) == t0 + interval)
+        #expect(queue.isConsumerWaiting, "still held back")
+        #expect(queue.release(pacedBy: interval, at: t0 + interval) == nil)
+        #expect(await second.value.notices.map(\.descriptor.address) == [3, 4], "one batch")
+        #expect(queue.noticesReceived == 4)
+    }
+
     @Test("finish wakes a waiting consumer, and cancelling one ends its wait")
     func wakeUps() async {
         // Each wake-up is tested on a consumer known to be waiting (not merely given time to).

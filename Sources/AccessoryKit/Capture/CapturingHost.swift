@@ -15,7 +15,10 @@ final class CapturingHost: USBHost {
         self.recorder = recorder
         // libusb's completions come in passes of its event thread: record each pass's together.
         if let thread = (inner as? SystemUSBHost)?.backend?.eventThread {
-            thread.addAfterEachPass { [recorder] in recorder.endEventPass() }
+            thread.addAfterEachPass { [recorder] in
+                recorder.endEventPass()
+                return nil
+            }
             recorder.batchEventPasses()
         }
     }

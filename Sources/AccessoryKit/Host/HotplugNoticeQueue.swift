@@ -25,6 +25,8 @@ package final class HotplugNoticeQueue: Sendable {
         var handedOut = 0
         /// How many notices were ever queued or handed over.
         var noticesReceived = 0
+        /// When ``release(pacedBy:at:)`` last handed a batch over.
+        var lastRelease: ContinuousClock.Instant?
     }
 
     /// A pthread mutex (``Locked``), not `Mutex`: the manager's suites run under
@@ -107,6 +109,25 @@ package final class HotplugNoticeQueue: Sendable {
     /// How many notices the queue has taken in so far (held ones too): a consumer that has
     /// handled fewer has some still to come.
     package var noticesReceived: Int { state.withLock { $0.noticesReceived } }
+
+    /// ``release()``, at most once per `interval`: the first batch after a quiet spell goes
+    /// at once; in a storm, what comes within `interval` of the last hand-off waits for the
+    /// next one, so the consumer wakes once for many notices instead of once for one or two.
+    /// - Returns: when to call again, if something is held back; `nil` otherwise (nothing
+    ///   held, or a consumer that is busy takes it all when it comes back).
+    package func release(pacedBy interval: Duration, at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        let (handOff, due) = state.withLock { s -> ((CheckedContinuation<[Item], Never>, [Item])?, ContinuousClock.Instant?) in
+            guard let w = s.waiter, !s.queued.isEmpty else { return (nil, nil) }
+            if let last = s.lastRelease, now < last + interval { return (nil, last + interval) }
+            s.waiter = nil
+            s.lastRelease = now
+            s.handedOut = s.queued.count
+            defer { s.queued = [] }
+            return ((w, s.queued), nil)
+        }
+        if let (waiter, batch) = handOff { waiter.resume(returning: batch) }
+        return due
+    }
 
     /// Whether a consumer is waiting in ``next()`` now (for tests that must know it waits).
     package var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }

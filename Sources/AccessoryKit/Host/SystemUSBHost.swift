@@ -11,10 +11,12 @@ struct SystemUSBHost: USBHost {
     /// What the manager's timers sleep on (the configuration's clock).
     let clock: any Clock<Duration>
 
-    init(sysfsRoot: String, logger: Logger, reconcileInterval: Duration, clock: any Clock<Duration>) {
+    init(
+        sysfsRoot: String, logger: Logger, reconcileInterval: Duration, clock: any Clock<Duration>, hotplugBatching: Duration = .zero
+    ) {
         self.clock = clock
         do {
-            backend = try LibUSBBackend(logger: logger)
+            backend = try LibUSBBackend(logger: logger, hotplugBatching: hotplugBatching)
         } catch {
             logger.notice("libusb is unavailable (\(error)); reconciling with sysfs every \(reconcileInterval)")
             backend = nil

@@ -10,8 +10,12 @@ final class LibUSBBackend: Sendable {
     /// callbacks run here.
     let eventThread: LibUSBEventThread
     private let hotplug = Mutex<LibUSBHotplug?>(nil)
+    /// How often at most the event thread hands hotplug notices to the manager
+    /// (`Configuration.hotplugBatching`); `.zero`: after every pass that has some.
+    private let hotplugBatching: Duration
 
-    init(logger: Logger) throws(AccessoryError) {
+    init(logger: Logger, hotplugBatching: Duration = .zero) throws(AccessoryError) {
+        self.hotplugBatching = hotplugBatching
         context = try LibUSBContext()
         eventThread = LibUSBEventThread(context: context, logger: logger)
     }
@@ -27,7 +31,13 @@ final class LibUSBBackend: Sendable {
         if context.hasHotplug {
             let h = try LibUSBHotplug(context: context)
             hotplug.withLock { $0 = h }
-            eventThread.addAfterEachPass { [notices = h.notices] in notices.release() }
+            eventThread.addAfterEachPass { [notices = h.notices, hotplugBatching] in
+                guard hotplugBatching > .zero else {
+                    notices.release()
+                    return nil
+                }
+                return notices.release(pacedBy: hotplugBatching, at: .now)
+            }
             registration = h
         }
         do {

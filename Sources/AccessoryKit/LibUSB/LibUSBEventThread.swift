@@ -62,8 +62,9 @@ final class LibUSBEventThread: Sendable {
     }
 
     /// Adds what runs after each pass of event handling (the hotplug batch's release, a
-    /// capture's records of the pass).
-    func addAfterEachPass(_ work: @escaping @Sendable () -> Void) {
+    /// capture's records of the pass). It may return when it must run again (it held
+    /// something back): the next pass then waits no longer than that for events.
+    func addAfterEachPass(_ work: @escaping @Sendable () -> ContinuousClock.Instant?) {
         afterEachPass.add(work)
     }
 
@@ -81,10 +82,16 @@ final class LibUSBEventThread: Sendable {
     private func run() {
         pthread_setspecific(Self.marker, UnsafeRawPointer(bitPattern: 1))
         var failures = 0
+        var due: ContinuousClock.Instant?
         while !stopRequested.load(ordering: .acquiring) {
             var timeout = Self.pollInterval
+            if let due {
+                let wait = max(due - .now, .zero).components
+                let microseconds = wait.seconds * 1_000_000 + wait.attoseconds / 1_000_000_000_000
+                if microseconds < Int64(Self.pollInterval.tv_usec) { timeout = timeval(tv_sec: 0, tv_usec: Int(microseconds)) }
+            }
             let status = context.withUnsafeContext { libusb_handle_events_timeout_completed($0, &timeout, nil) }
-            afterEachPass.run()
+            due = afterEachPass.run()
             if status < 0 && status != LIBUSB_ERROR_INTERRUPTED.rawValue {
                 failures += 1
                 if failures == 1 || failures % 100 == 0 {

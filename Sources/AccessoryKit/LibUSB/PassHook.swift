@@ -9,7 +9,7 @@ import Synchronization
 /// stack that an event thread running for long enough would overflow.
 final class PassHook: Sendable {
     private struct Work: Sendable {
-        let run: @Sendable () -> Void
+        let run: @Sendable () -> ContinuousClock.Instant?
     }
 
     private let work = Mutex<[Work]>([])
@@ -17,13 +17,19 @@ final class PassHook: Sendable {
     /// A hook with nothing to run.
     init() {}
 
-    /// Adds to what ``run()`` runs.
-    func add(_ run: @escaping @Sendable () -> Void) {
+    /// Adds to what ``run()`` runs: a closure that may return when it must run again (it
+    /// held something back), even if no event comes before.
+    func add(_ run: @escaping @Sendable () -> ContinuousClock.Instant?) {
         work.withLock { $0.append(Work(run: run)) }
     }
 
     /// Runs what was added, in order (outside the lock).
-    func run() {
-        for w in work.withLock({ $0 }) { w.run() }
+    /// - Returns: the earliest time one of them must run again, if any asked.
+    func run() -> ContinuousClock.Instant? {
+        var due: ContinuousClock.Instant?
+        for w in work.withLock({ $0 }) {
+            if let at = w.run() { due = min(due ?? at, at) }
+        }
+        return due
     }
 }

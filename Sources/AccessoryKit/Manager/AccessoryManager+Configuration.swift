@@ -10,6 +10,14 @@ extension AccessoryManager {
         /// wait join the same reconcile, so a long storm gets one reconcile per `debounce`
         /// (a throttle, not a wait for quiet: the registry catches up during the storm).
         public var debounce: Duration
+        /// How long libusb's event thread may hold hotplug notices back, so that a storm's
+        /// reach the manager in batches: a notice that comes within `hotplugBatching` of the
+        /// last hand-off waits for the rest of that time, with those that join it; one after
+        /// a quieter spell goes at once. `.zero` (the default) hands each pass's notices over
+        /// at once, for the least latency. A display that a person reads (`accessoryctl
+        /// watch` uses 10 ms) can trade those milliseconds for the CPU of a wake-up of the
+        /// manager, and of each subscriber, per notice in a storm.
+        public var hotplugBatching: Duration
         /// Only accessories speaking one of these protocols are shown, as an iOS app's
         /// `UISupportedExternalAccessoryProtocols`; `nil` shows every accessory.
         public var supportedProtocols: Set<String>?
@@ -55,8 +63,9 @@ extension AccessoryManager {
             supportedProtocols: Set<String>? = nil, protocolTable: ProtocolTable = .init(),
             includeHubs: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
             sysfsRoot: String = "/sys/bus/usb/devices", logger: Logger = Logger(label: "accessorykit"),
-            capturePath: String? = nil, recovery: RecoveryPolicy? = nil
+            capturePath: String? = nil, recovery: RecoveryPolicy? = nil, hotplugBatching: Duration = .zero
         ) {
+            self.hotplugBatching = hotplugBatching
             self.capturePath = capturePath
             self.recovery = recovery
             self.reconcileInterval = reconcileInterval

@@ -70,12 +70,14 @@ public actor AccessoryManager {
     /// notice and relies on its periodic sysfs reconcile alone.
     /// - Throws: ``AccessoryError`` when libusb starts but hotplug registration or the event
     ///   thread fails; `.invalidArgument` for a configuration duration out of its range
-    ///   (`reconcileInterval` 1 ms...49.7 days, `debounce` 0...49.7 days).
+    ///   (`reconcileInterval` 1 ms...49.7 days, `debounce` 0...49.7 days, `hotplugBatching`
+    ///   0...1 s).
     public init(configuration: Configuration = .init()) async throws(AccessoryError) {
         try configuration.validate()
         let host = SystemUSBHost(
             sysfsRoot: configuration.sysfsRoot, logger: configuration.logger,
-            reconcileInterval: configuration.reconcileInterval, clock: configuration.clock)
+            reconcileInterval: configuration.reconcileInterval, clock: configuration.clock,
+            hotplugBatching: configuration.hotplugBatching)
         try await self.init(configuration: configuration, host: host)
     }
 

@@ -14,22 +14,34 @@ struct PassHookTests {
         hook.add {
             var local = 0
             withUnsafeMutablePointer(to: &local) { p in depths.withLock { $0.append(Int(bitPattern: p)) } }
+            return nil
         }
-        for _ in 0..<1_000 { hook.run() }
+        for _ in 0..<1_000 { _ = hook.run() }
         let seen = depths.withLock { $0 }
         #expect(seen.count == 1_000)
         #expect(Set(seen).count == 1, "the work ran \(seen.first.flatMap { f in seen.last.map { f - $0 } } ?? 0) bytes deeper by the end")
     }
 
-    @Test("A hook with nothing added runs nothing; works run in the order added, every pass")
+    @Test("A hook with nothing added runs nothing; works run in the order added, every pass; the earliest time one asks to run again is the pass's")
     func order() {
         let hook = PassHook()
-        hook.run()
+        #expect(hook.run() == nil)
         let runs = Mutex<[String]>([])
-        hook.add { runs.withLock { $0.append("a") } }
-        hook.run()
-        hook.add { runs.withLock { $0.append("b") } }
-        hook.run()
-        #expect(runs.withLock { $0 } == ["a", "a", "b"])
+        let t0 = ContinuousClock.now
+        hook.add {
+            runs.withLock { $0.append("a") }
+            return t0 + .milliseconds(5)
+        }
+        #expect(hook.run() == t0 + .milliseconds(5))
+        hook.add {
+            runs.withLock { $0.append("b") }
+            return t0 + .milliseconds(2)
+        }
+        hook.add {
+            runs.withLock { $0.append("c") }
+            return nil
+        }
+        #expect(hook.run() == t0 + .milliseconds(2))
+        #expect(runs.withLock { $0 } == ["a", "a", "b", "c"])
     }
 }
