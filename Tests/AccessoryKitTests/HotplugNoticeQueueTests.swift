@@ -15,6 +15,17 @@ struct HotplugNoticeQueueTests {
         return HotplugNotice(kind: kind, device: USBDeviceRecord(bus: 1, address: address, portNumbers: [1], device: device))
     }
 
+    /// Whether `q`'s consumer is waiting in `next()` within 10 s (known to wait, not merely
+    /// given time to).
+    static func waitUntilWaiting(_ q: HotplugNoticeQueue) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !q.isConsumerWaiting {
+            guard ContinuousClock.now < deadline else { return false }
+            await Task.yield()
+        }
+        return true
+    }
+
     @Test("Notices queued while nobody waits come out as one batch, in order")
     func batches() async {
         let queue = HotplugNoticeQueue()
@@ -65,14 +76,6 @@ struct HotplugNoticeQueueTests {
 
     @Test("A paced release hands the first batch over at once, holds what comes within the interval and says until when, and leaves a busy consumer alone")
     func pacedRelease() async {
-        func waitUntilWaiting(_ q: HotplugNoticeQueue) async -> Bool {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !q.isConsumerWaiting {
-                guard ContinuousClock.now < deadline else { return false }
-                await Task.yield()
-            }
-            return true
-        }
         let queue = HotplugNoticeQueue()
         let t0 = ContinuousClock.now
         let interval = Duration.milliseconds(4)
@@ -83,13 +86,13 @@ struct HotplugNoticeQueueTests {
         #expect(await queue.next().notices.map(\.descriptor.address) == [1])
         // A waiting consumer gets the first batch at once.
         let first = Task { await queue.next() }
-        #expect(await waitUntilWaiting(queue))
+        #expect(await Self.waitUntilWaiting(queue))
         queue.hold(Self.notice(2))
         #expect(queue.release(pacedBy: interval, at: t0) == nil)
         #expect(await first.value.notices.map(\.descriptor.address) == [2])
         // Within the interval, the next waits, and the queue says until when.
         let second = Task { await queue.next() }
-        #expect(await waitUntilWaiting(queue))
+        #expect(await Self.waitUntilWaiting(queue))
         queue.hold(Self.notice(3))
         #expect(queue.release(pacedBy: interval, at: t0 + .milliseconds(1)) == t0 + interval)
         queue.hold(Self.notice(4))
@@ -103,24 +106,16 @@ struct HotplugNoticeQueueTests {
     @Test("finish wakes a waiting consumer, and cancelling one ends its wait")
     func wakeUps() async {
         // Each wake-up is tested on a consumer known to be waiting (not merely given time to).
-        func waitUntilWaiting(_ q: HotplugNoticeQueue) async -> Bool {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !q.isConsumerWaiting {
-                guard ContinuousClock.now < deadline else { return false }
-                await Task.yield()
-            }
-            return true
-        }
         let queue = HotplugNoticeQueue()
         let waiting = Task { await queue.next() }
-        #expect(await waitUntilWaiting(queue), "the consumer waits")
+        #expect(await Self.waitUntilWaiting(queue), "the consumer waits")
         queue.finish()
         #expect(await waiting.value.isEmpty)
         #expect(!queue.isConsumerWaiting)
 
         let other = HotplugNoticeQueue()
         let cancelled = Task { await other.next() }
-        #expect(await waitUntilWaiting(other), "the consumer waits")
+        #expect(await Self.waitUntilWaiting(other), "the consumer waits")
         cancelled.cancel()
         #expect(await cancelled.value.isEmpty)
         other.yield(Self.notice(9))
