@@ -35,7 +35,7 @@ extension AccessoryTracker {
 
     /// Begins a look for `trigger`: what to read (only the ports hotplug events named, for a
     /// debounced look with hotplug working and no recording; else everything) and how
-    /// patiently to judge. Hand the devices read to ``scanned(_:for:at:)``.
+    /// patiently to judge. Hand the devices read to ``scanned(_:for:at:noticesPending:)``.
     public mutating func beginLook(_ trigger: ReconcileTrigger) -> ReconcilePlan {
         let plan = ReconcilePlan(
             trigger: trigger, touchedPorts: schedule.touchedPorts, needsFullScan: schedule.needsFullScan,

@@ -3,8 +3,9 @@
 ///
 /// Inputs go in, each with its time on the driver's monotonic clock: a hotplug notice
 /// (``arrived(_:portNow:at:)``, ``left(_:portIsExact:at:)``), a scan or a look at some ports
-/// (``scanned(_:for:at:)``), a NO_DEVICE from an operation (``noDevice(_:operation:at:)``),
-/// an overflow or a wake (``apply(_:at:)``), and the clock reaching ``nextDeadline``
+/// (``scanned(_:for:at:noticesPending:)``), a NO_DEVICE from an operation
+/// (``noDevice(_:operation:at:)``), an overflow or a wake (``apply(_:at:)``), and the clock
+/// reaching ``nextDeadline``
 /// (``due(at:bootTime:)``). ``TrackerEffects`` come out: notifications to deliver, what a
 /// recording gets, suspicions that proved false, and what to look at next. The tracker
 /// reads no clock, file or device; the driver performs the effects, then arms one timer for

@@ -11,7 +11,7 @@ public struct TrackerEffects: Sendable {
     /// saw the NO_DEVICE end with an I/O error.
     public var falseAlarms: [(id: ConnectionID, operation: String)] = []
     /// What to read of the OS truth now, then hand back with
-    /// ``AccessoryTracker/scanned(_:for:at:)``; `nil`: nothing.
+    /// ``AccessoryTracker/scanned(_:for:at:noticesPending:)``; `nil`: nothing.
     public var look: ReconcilePlan?
     /// Lines for a debug log, saying why.
     public var notes: [String] = []
