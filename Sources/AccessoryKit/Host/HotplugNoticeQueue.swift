@@ -96,21 +96,15 @@ package final class HotplugNoticeQueue: Sendable {
 
     /// Hands everything held to a waiting consumer, if there is one and anything is held.
     package func release() {
-        let handOff = state.withLock { s -> (CheckedContinuation<[Item], Never>, [Item])? in
-            guard let w = s.waiter, !s.queued.isEmpty else { return nil }
-            s.waiter = nil
-            s.handedOut = s.queued.count
-            defer { s.queued = [] }
-            return (w, s.queued)
-        }
-        if let (waiter, batch) = handOff { waiter.resume(returning: batch) }
+        _ = release(pacedBy: .zero, at: .now)
     }
 
     /// How many notices the queue has taken in so far (held ones too): a consumer that has
     /// handled fewer has some still to come.
     package var noticesReceived: Int { state.withLock { $0.noticesReceived } }
 
-    /// ``release()``, at most once per `interval`: the first batch after a quiet spell goes
+    /// Hands everything held to a waiting consumer, at most once per `interval` (`.zero`:
+    /// every time, as ``release()``): the first batch after a quiet spell goes
     /// at once; in a storm, what comes within `interval` of the last hand-off waits for the
     /// next one, so the consumer wakes once for many notices instead of once for one or two.
     /// - Returns: when to call again, if something is held back; `nil` otherwise (nothing

@@ -32,11 +32,7 @@ final class LibUSBBackend: Sendable {
             let h = try LibUSBHotplug(context: context)
             hotplug.withLock { $0 = h }
             eventThread.addAfterEachPass { [notices = h.notices, hotplugBatching] in
-                guard hotplugBatching > .zero else {
-                    notices.release()
-                    return nil
-                }
-                return notices.release(pacedBy: hotplugBatching, at: .now)
+                notices.release(pacedBy: hotplugBatching, at: .now)
             }
             registration = h
         }

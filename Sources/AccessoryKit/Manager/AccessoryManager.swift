@@ -321,7 +321,7 @@ public actor AccessoryManager {
         }
         if plan.trigger == .initial, let note = scan.note { logger.notice("\(note)") }
         // Notices the inbox holds may be the LEFT events that entries the scan lacks wait for.
-        let noticesPending = isHotplugAvailable && inbox.noticesReceived != noticesHandled
+        let noticesPending = inbox.noticesReceived != noticesHandled
         return perform(tracker.scanned(scan.devices, for: plan, at: host.uptime().monotonic, noticesPending: noticesPending))
     }
 
