@@ -1,7 +1,7 @@
 /* Baseline for the session benchmark: a plain C libusb bulk echo client.
  *
  *   bulk_echo [--sync | --async DEPTH] [--size BYTES] [--chunk BYTES] [--transfer-size BYTES]
- *             [--device VID:PID]
+ *             [--device VID:PID] [--capture FILE]
  *
  * Opens the first device with VID:PID (default 1209:0001, the simulator's loopback),
  * claims interface 0, sends SIZE bytes (default 64 MiB) of a pseudo-random pattern on bulk
@@ -11,6 +11,11 @@
  *   --sync          libusb_bulk_transfer: write one chunk, read it back, repeat (the default)
  *   --async DEPTH   DEPTH OUT and DEPTH IN transfers kept in flight, resubmitted from their
  *                   callbacks, one thread running libusb_handle_events_completed
+ *   --capture FILE  (--async only) the cheapest capture a plain C client can keep: a usbmon
+ *                   pcapng file (LINKTYPE_USB_LINUX_MMAPPED) with one `S` record per
+ *                   submission (with its OUT data) and one `C` record per completion (with
+ *                   its IN data), each written with one writev(2) where it happens, on the
+ *                   one thread, before the callback goes on: the baseline of a capture's cost
  *
  * Prints one line and exits 0 (1 on a mismatch or a libusb error):
  *   bytes=N seconds=S MB/s=R cpu=C transfers=T us_per_transfer=U
@@ -23,7 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EP_OUT 0x01
 #define EP_IN 0x81
@@ -89,6 +97,94 @@ static int echo_sync(libusb_device_handle *h)
     return 0;
 }
 
+/* ---- capture -------------------------------------------------------------------------- */
+
+static int capture_fd = -1;
+static uint64_t next_urb_id = 1;
+
+static int write_all(const void *bytes, size_t n)
+{
+    return write(capture_fd, bytes, n) == (ssize_t)n ? 0 : -1;
+}
+
+/* The section header and one interface: USB with the 64-byte usbmon header, no snap length. */
+static int capture_open(const char *path)
+{
+    capture_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (capture_fd < 0) {
+        perror("bulk_echo: --capture");
+        return -1;
+    }
+    uint32_t shb[7] = {0x0A0D0D0A, 28, 0x1A2B3C4D, 0x00000001, 0xFFFFFFFF, 0xFFFFFFFF, 28};
+    shb[3] = 1; /* major 1, minor 0 */
+    uint32_t idb[5] = {1, 20, 220, 0, 20};
+    if (write_all(shb, sizeof shb) || write_all(idb, sizeof idb)) {
+        perror("bulk_echo: --capture");
+        return -1;
+    }
+    return 0;
+}
+
+/* One Enhanced Packet Block: the usbmon header, then `data`, padded, in one writev. */
+static void capture_record(uint64_t id, char type, unsigned char endpoint, int status, unsigned urb_length,
+                           const unsigned char *data, unsigned data_length)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t micros = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    unsigned captured = 64 + data_length;
+    unsigned padded = (captured + 3) & ~3u;
+    uint32_t block[7] = {6, 28 + padded + 4, 0, (uint32_t)(micros >> 32), (uint32_t)micros, captured, captured};
+    unsigned char header[64] = {0};
+    memcpy(header, &id, 8);
+    header[8] = (unsigned char)type;
+    header[9] = 3; /* bulk */
+    header[10] = endpoint;
+    header[11] = 2; /* devnum */
+    uint16_t bus = 1;
+    memcpy(header + 12, &bus, 2);
+    header[14] = '-';
+    header[15] = data_length ? 0 : (type == 'S' ? '<' : '>');
+    int64_t sec = ts.tv_sec;
+    int32_t usec = (int32_t)(ts.tv_nsec / 1000);
+    memcpy(header + 16, &sec, 8);
+    memcpy(header + 24, &usec, 4);
+    memcpy(header + 28, &status, 4);
+    memcpy(header + 32, &urb_length, 4);
+    memcpy(header + 36, &data_length, 4);
+    static const unsigned char zeros[4] = {0};
+    uint32_t trailer = block[1];
+    struct iovec iov[5] = {
+        {block, sizeof block}, {header, 64}, {(void *)data, data_length}, {(void *)zeros, padded - captured}, {&trailer, 4}};
+    if (writev(capture_fd, iov, 5) != (ssize_t)block[1]) {
+        perror("bulk_echo: --capture");
+        exit(1);
+    }
+}
+
+/* Submits `t`, with its `S` record first when capturing. */
+static int submit(struct libusb_transfer *t)
+{
+    if (capture_fd >= 0) {
+        uint64_t id = next_urb_id++;
+        t->user_data = (void *)(uintptr_t)id;
+        int out = !(t->endpoint & 0x80);
+        capture_record(id, 'S', t->endpoint, -115 /* -EINPROGRESS */, (unsigned)t->length, out ? t->buffer : NULL,
+                       out ? (unsigned)t->length : 0);
+    }
+    return libusb_submit_transfer(t);
+}
+
+/* The `C` record of a completed transfer, when capturing. */
+static void completed(struct libusb_transfer *t)
+{
+    if (capture_fd < 0)
+        return;
+    int in = t->endpoint & 0x80;
+    capture_record((uint64_t)(uintptr_t)t->user_data, 'C', t->endpoint, t->status == LIBUSB_TRANSFER_COMPLETED ? 0 : -5,
+                   (unsigned)t->actual_length, in ? t->buffer : NULL, in ? (unsigned)t->actual_length : 0);
+}
+
 /* ---- async --------------------------------------------------------------------------- */
 
 static size_t out_next;   /* next byte to send */
@@ -101,6 +197,7 @@ static int failed;
 static void LIBUSB_CALL on_out(struct libusb_transfer *t)
 {
     in_flight--;
+    completed(t);
     if (t->status != LIBUSB_TRANSFER_COMPLETED || t->actual_length != t->length) {
         fprintf(stderr, "bulk_echo: bulk OUT status %d\n", t->status);
         failed = 1;
@@ -111,7 +208,7 @@ static void LIBUSB_CALL on_out(struct libusb_transfer *t)
         memcpy(t->buffer, source + out_next, n);
         t->length = (int)n;
         out_next += n;
-        if (libusb_submit_transfer(t) == 0)
+        if (submit(t) == 0)
             in_flight++;
         else
             failed = 1;
@@ -121,6 +218,7 @@ static void LIBUSB_CALL on_out(struct libusb_transfer *t)
 static void LIBUSB_CALL on_in(struct libusb_transfer *t)
 {
     in_flight--;
+    completed(t);
     if (t->status != LIBUSB_TRANSFER_COMPLETED) {
         fprintf(stderr, "bulk_echo: bulk IN status %d\n", t->status);
         failed = 1;
@@ -135,7 +233,7 @@ static void LIBUSB_CALL on_in(struct libusb_transfer *t)
     in_expected += n;
     if (in_submitted < chunks_total && !failed) {
         in_submitted++;
-        if (libusb_submit_transfer(t) == 0)
+        if (submit(t) == 0)
             in_flight++;
         else
             failed = 1;
@@ -155,7 +253,7 @@ static int echo_async(libusb_context *ctx, libusb_device_handle *h, int depth)
     }
     for (int i = 0; i < depth && in_submitted < chunks_total; i++) {
         in_submitted++;
-        if (libusb_submit_transfer(ins[i]) != 0)
+        if (submit(ins[i]) != 0)
             return fail("submit IN", LIBUSB_ERROR_IO);
         in_flight++;
     }
@@ -164,7 +262,7 @@ static int echo_async(libusb_context *ctx, libusb_device_handle *h, int depth)
         memcpy(outs[i]->buffer, source + out_next, n);
         outs[i]->length = (int)n;
         out_next += n;
-        if (libusb_submit_transfer(outs[i]) != 0)
+        if (submit(outs[i]) != 0)
             return fail("submit OUT", LIBUSB_ERROR_IO);
         in_flight++;
     }
@@ -196,6 +294,7 @@ int main(int argc, char **argv)
 {
     int depth = 0; /* 0: sync */
     unsigned vid = 0x1209, pid = 0x0001;
+    const char *capture = NULL;
     total = 64u << 20;
     chunk = 65536;
     for (int i = 1; i < argc; i++) {
@@ -212,10 +311,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bulk_echo: --device takes VID:PID in hex\n");
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--capture") && i + 1 < argc) {
+            capture = argv[++i];
         } else {
             fprintf(stderr,
                     "usage: bulk_echo [--sync | --async DEPTH] [--size BYTES] [--chunk BYTES] [--transfer-size BYTES] "
-                    "[--device VID:PID]\n");
+                    "[--device VID:PID] [--capture FILE]\n");
             return 2;
         }
     }
@@ -223,6 +324,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bulk_echo: --chunk must be positive and --async DEPTH at least 1\n");
         return 2;
     }
+    if (capture && depth == 0) {
+        fprintf(stderr, "bulk_echo: --capture needs --async DEPTH\n");
+        return 2;
+    }
+    if (capture && capture_open(capture) != 0)
+        return 1;
     in_length = (chunk + PACKET - 1) / PACKET * PACKET;
     source = malloc(total ? total : 1);
     uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -250,6 +357,10 @@ int main(int argc, char **argv)
     int status = depth > 0 ? echo_async(ctx, h, depth) : echo_sync(h);
     double seconds = now() - t0, cpus = cpu() - c0;
 
+    if (capture_fd >= 0 && close(capture_fd) != 0) {
+        perror("bulk_echo: --capture");
+        return 1;
+    }
     libusb_release_interface(h, 0);
     libusb_close(h);
     libusb_exit(ctx);
