@@ -19,6 +19,15 @@ final class LibUSBEventThread: Sendable {
     /// also interrupts the wait, so this only bounds a missed wake-up.
     static let pollInterval = timeval(tv_sec: 0, tv_usec: 500_000)
 
+    /// How long the next wait for events may last: ``pollInterval``, or less when a hook
+    /// must run again sooner (`due`, which may be past: then not at all).
+    static func waitForEvents(until due: ContinuousClock.Instant?, now: ContinuousClock.Instant) -> timeval {
+        guard let due else { return pollInterval }
+        let wait = max(due - now, .zero).components
+        let microseconds = wait.seconds * 1_000_000 + wait.attoseconds / 1_000_000_000_000
+        return microseconds < Int64(pollInterval.tv_usec) ? timeval(tv_sec: 0, tv_usec: Int(microseconds)) : pollInterval
+    }
+
     init(context: LibUSBContext, logger: Logger) {
         self.context = context
         self.logger = logger
@@ -84,12 +93,7 @@ final class LibUSBEventThread: Sendable {
         var failures = 0
         var due: ContinuousClock.Instant?
         while !stopRequested.load(ordering: .acquiring) {
-            var timeout = Self.pollInterval
-            if let due {
-                let wait = max(due - .now, .zero).components
-                let microseconds = wait.seconds * 1_000_000 + wait.attoseconds / 1_000_000_000_000
-                if microseconds < Int64(Self.pollInterval.tv_usec) { timeout = timeval(tv_sec: 0, tv_usec: Int(microseconds)) }
-            }
+            var timeout = Self.waitForEvents(until: due, now: .now)
             let status = context.withUnsafeContext { libusb_handle_events_timeout_completed($0, &timeout, nil) }
             due = afterEachPass.run()
             if status < 0 && status != LIBUSB_ERROR_INTERRUPTED.rawValue {

@@ -44,4 +44,15 @@ struct PassHookTests {
         #expect(hook.run() == t0 + .milliseconds(2))
         #expect(runs.withLock { $0 } == ["a", "a", "b", "c"])
     }
+
+    @Test(
+        "The event thread's next wait for events ends when a hook must run again: a batch held for 3 ms waits 3 ms, not the 500 ms poll",
+        arguments: [
+            (nil, 500_000), (3_000, 3_000), (0, 0), (-7_000, 0), (499_999, 499_999), (500_000, 500_000), (2_000_000, 500_000),
+        ] as [(Int?, Int)])
+    func waitEndsByTheDeadline(dueInMicroseconds: Int?, waits: Int) {
+        let now = ContinuousClock.now
+        let timeout = LibUSBEventThread.waitForEvents(until: dueInMicroseconds.map { now + .microseconds($0) }, now: now)
+        #expect(Int(timeout.tv_sec) * 1_000_000 + Int(timeout.tv_usec) == waits)
+    }
 }
