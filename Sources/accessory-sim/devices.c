@@ -164,11 +164,12 @@ void device_unplug(Instance *inst, gboolean silent)
         /* as the kernel does it: every device behind it first, the deepest
          * first, each with its own remove uevent */
         GPtrArray *children = topology_behind(inst);
+        /* its ports go with it: nothing waiting for their power comes back */
+        g_rec_mutex_lock(&sim.lock);
+        topology_drop_parked_behind(inst->port);
+        g_rec_mutex_unlock(&sim.lock);
         if (!silent && sim.kernel_order_ms >= 0) {
             /* all of them leave sysfs at once; their uevents trail (see below) */
-            g_rec_mutex_lock(&sim.lock);
-            topology_drop_parked_behind(inst->port);
-            g_rec_mutex_unlock(&sim.lock);
             g_ptr_array_add(children, instance_ref(inst));
             devices_unplug_urbs_first(children, (guint)sim.kernel_order_ms);
             g_ptr_array_unref(children);
@@ -177,9 +178,6 @@ void device_unplug(Instance *inst, gboolean silent)
         for (guint i = 0; i < children->len; i++)
             device_unplug(g_ptr_array_index(children, i), silent); /* a hub among them finds its children gone already */
         g_ptr_array_unref(children);
-        g_rec_mutex_lock(&sim.lock);
-        topology_drop_parked_behind(inst->port); /* waiting for a port that goes with it */
-        g_rec_mutex_unlock(&sim.lock);
     }
     if (!silent && sim.kernel_order_ms >= 0) {
         device_unplug_urbs_first(inst, (guint)sim.kernel_order_ms);

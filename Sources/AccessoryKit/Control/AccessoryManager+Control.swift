@@ -100,7 +100,7 @@ extension AccessoryManager {
     func openForControl(_ accessory: Accessory, operation: String) throws(AccessoryError) -> any USBDeviceConnection {
         let label = AccessorySession.label(accessory)
         guard let info = deviceInfo(for: accessory.connectionID) else {
-            throw AccessoryError(.notFound, "accessory \(label) (connection \(accessory.connectionID)) is not connected", operation: operation)
+            throw Self.notConnected(accessory, operation: operation)
         }
         do {
             return try openDevice(accessory.connectionID)

@@ -14,4 +14,11 @@ extension AccessoryManager {
     public func accessory(matching target: AccessoryTarget) throws(AccessoryError) -> Accessory {
         try target.one(of: connectedAccessories)
     }
+
+    /// `.notFound`: `accessory` is no longer connected.
+    static func notConnected(_ accessory: Accessory, operation: String) -> AccessoryError {
+        AccessoryError(
+            .notFound, "accessory \(AccessorySession.label(accessory)) (connection \(accessory.connectionID)) is not connected",
+            operation: operation)
+    }
 }

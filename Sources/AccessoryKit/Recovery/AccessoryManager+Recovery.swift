@@ -20,7 +20,7 @@ extension AccessoryManager {
     ///   ladder failed, with every step and its outcome in the message.
     public func recover(_ accessory: Accessory, upTo last: RecoveryStep = .powerCycle) async throws(AccessoryError) -> Accessory {
         let port = accessory.descriptor.port
-        guard tracker.entry(accessory.connectionID) != nil else { throw Self.notConnected(accessory) }
+        guard tracker.entry(accessory.connectionID) != nil else { throw Self.notConnected(accessory, operation: "recover") }
         guard automaticRecovery.scheduler.begin(port: port) else {
             throw AccessoryError(.busy, "a recovery of port \(port) is under way", operation: "recover")
         }
@@ -36,9 +36,4 @@ extension AccessoryManager {
         recoveryWatchers.subscribe()
     }
 
-    static func notConnected(_ accessory: Accessory) -> AccessoryError {
-        AccessoryError(
-            .notFound, "accessory \(AccessorySession.label(accessory)) (connection \(accessory.connectionID)) is not connected",
-            operation: "recover")
-    }
 }

@@ -46,7 +46,7 @@ struct RecoveryLadder {
     ///   when every step failed, naming each step and its outcome.
     func run(on manager: isolated AccessoryManager) async throws(AccessoryError) -> Accessory {
         let label = AccessorySession.label(accessory)
-        if !vanished, manager.tracker.entry(accessory.connectionID) == nil { throw AccessoryManager.notConnected(accessory) }
+        if !vanished, manager.tracker.entry(accessory.connectionID) == nil { throw AccessoryManager.notConnected(accessory, operation: "recover") }
         let started = manager.host.uptime().monotonic
         if vanished { manager.tracker.expectReturn(of: accessory, until: started + Self.settle * steps.count + .seconds(5)) }
         defer { if vanished { manager.tracker.endRecovery(of: accessory.connectionID) } }

@@ -68,7 +68,7 @@ extension AccessoryManager {
         }
         let id = accessory.connectionID
         guard let info = deviceInfo(for: id), let address = tracker.entry(id)?.descriptor.address else {
-            throw AccessoryError(.notFound, "accessory \(label) (connection \(id)) is not connected", operation: operation)
+            throw Self.notConnected(accessory, operation: operation)
         }
         let key = SessionKey(connection: id, protocolName: protocolName)
         let sessionName: String
@@ -101,7 +101,7 @@ extension AccessoryManager {
             await prepared.undo()
             throw isShutDown
                 ? AccessoryError(.sessionClosed, "the accessory manager has shut down", operation: operation)
-                : AccessoryError(.notFound, "accessory \(label) (connection \(id)) is not connected", operation: operation)
+                : Self.notConnected(accessory, operation: operation)
         }
         let session = AccessorySession(
             name: sessionName, accessory: accessory, protocolName: protocolName, options: options, prepared: prepared, manager: self,
