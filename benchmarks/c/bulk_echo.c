@@ -115,8 +115,7 @@ static int capture_open(const char *path)
         perror("bulk_echo: --capture");
         return -1;
     }
-    uint32_t shb[7] = {0x0A0D0D0A, 28, 0x1A2B3C4D, 0x00000001, 0xFFFFFFFF, 0xFFFFFFFF, 28};
-    shb[3] = 1; /* major 1, minor 0 */
+    uint32_t shb[7] = {0x0A0D0D0A, 28, 0x1A2B3C4D, 0x00000001 /* version 1.0 */, 0xFFFFFFFF, 0xFFFFFFFF, 28};
     uint32_t idb[5] = {1, 20, 220, 0, 20};
     if (write_all(shb, sizeof shb) || write_all(idb, sizeof idb)) {
         perror("bulk_echo: --capture");

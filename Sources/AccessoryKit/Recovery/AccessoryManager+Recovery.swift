@@ -35,5 +35,4 @@ extension AccessoryManager {
     public nonisolated func recoveries() -> AsyncStream<RecoveryReport> {
         recoveryWatchers.subscribe()
     }
-
 }
