@@ -3,11 +3,12 @@ import Foundation
 
 extension SessionBenchmark {
     /// `--capture-dirs A,B` (issue 33): only the capture cost, the async depth-4 echo through a
-    /// manager recording into each folder (a disk, a tmpfs) against the plain manager,
-    /// alternating off/on, `runs` rounds each, median by time. Both managers live through
-    /// every round of a folder. Each round then runs the C client's echo without and with its
-    /// own capture (`bulk_echo --capture`, one `writev` per record): the cost of writing the
-    /// same records from plain C, the floor to hold ours against.
+    /// manager recording into each folder (a disk, a tmpfs) against the plain manager, in
+    /// turn (on first in even rounds, off first in odd ones), `runs` rounds each, median by
+    /// time. Both managers live through every round of a folder. Each round then runs the C
+    /// client's echo without and with its own capture (`bulk_echo --capture`, one `writev` per
+    /// record), in turn too: the cost of writing the same records from plain C, the floor to
+    /// hold ours against.
     func captureOnly(_ folders: [String], size: Int, chunk: Int) async throws -> [String] {
         let data = Self.randomBytes(size)
         var rows = [
@@ -36,13 +37,13 @@ extension SessionBenchmark {
             }
             var rounds: [(on: Sample, off: Sample)] = []
             var cRounds: [(on: Sample, off: Sample)] = []
-            for _ in 0..<max(runs, 1) {
-                let off = try await Self.echoAsync(plain, a, data, depth: 4, chunk: chunk)
-                let on = try await Self.echoAsync(capturing, b, data, depth: 4, chunk: chunk)
-                rounds.append((on, off))
-                let cOff = try cEcho(cArguments)
-                let cOn = try cEcho(cArguments + ["--capture", cPath])
-                cRounds.append((cOn, cOff))
+            for round in 0..<max(runs, 1) {
+                // Each pair in turn: what runs second follows the first's file writes.
+                rounds.append(try await Self.inTurn(
+                    round: round, { try await Self.echoAsync(capturing, b, data, depth: 4, chunk: chunk) },
+                    { try await Self.echoAsync(plain, a, data, depth: 4, chunk: chunk) }))
+                cRounds.append(try await Self.inTurn(
+                    round: round, { try cEcho(cArguments + ["--capture", cPath]) }, { try cEcho(cArguments) }))
             }
             await capturing.shutdown()
             await plain.shutdown()

@@ -87,7 +87,7 @@ struct SessionBenchmark {
             try? FileManager.default.removeItem(atPath: output)
         }
         var pipeRounds: [(ours: Sample, c: Sample)] = []
-        let (ctl, cProcess) = try interleaved(rounds: pipeRuns, record: { pipeRounds.append(($0, $1)) }, {
+        let (ctl, cProcess) = try await interleaved(rounds: pipeRuns, record: { pipeRounds.append(($0, $1)) }, {
             let m = Self.spawn(
                 [accessoryctl, "open", "1209:0001", "--protocol", "org.example.loopback", "--idle-timeout", String(idleTimeout)],
                 stdin: input, stdout: output)
@@ -123,13 +123,17 @@ struct SessionBenchmark {
         var tinies: [Sample] = []
         var calls: [Sample] = []
         var cTinies: [Sample] = []
-        for _ in 0..<max(runs, 1) {
-            tinies.append(try await Self.echoSync(manager, accessory, small, chunk: 8))
-            calls.append(try await Self.echoCalls(manager, accessory, small, chunk: 8))
-            cTinies.append(try cEcho(["--sync", "--size", "\(8 * roundTrips)", "--transfer-size", "8"]))
+        for round in 0..<max(runs, 1) {
+            let ((tiny, call), cTiny) = try await Self.inTurn(
+                round: round,
+                { (try await Self.echoSync(manager, accessory, small, chunk: 8), try await Self.echoCalls(manager, accessory, small, chunk: 8)) },
+                { try cEcho(["--sync", "--size", "\(8 * roundTrips)", "--transfer-size", "8"]) })
+            tinies.append(tiny)
+            calls.append(call)
+            cTinies.append(cTiny)
         }
         let (tiny, call, cTiny) = (Self.median(tinies), Self.median(calls), Self.median(cTinies))
-        let (writes16, writes64) = try await alternating(
+        let (writes16, writes64) = try await interleaved(
             { try await Self.echoWrites(manager, accessory, data, writeSize: 16 * 1024) },
             { try await Self.echoWrites(manager, accessory, data, writeSize: 64 * 1024) })
 
@@ -146,12 +150,16 @@ struct SessionBenchmark {
         var captureRounds: [(on: Sample, off: Sample)] = []
         var captureBytes = 0
         func captureSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: capturePath)[.size] as? NSNumber)?.intValue ?? 0 }
-        for _ in 0..<max(runs, 1) {
-            // The recorder keeps its file open (and appends), so each round's share is the growth.
-            let before = captureSize()
-            let on = try await Self.echoAsync(capturing, recorded, data, depth: 4, chunk: chunk)
-            captureBytes = captureSize() - before
-            let off = try await Self.echoAsync(manager, accessory, data, depth: 4, chunk: chunk)
+        for round in 0..<max(runs, 1) {
+            let (on, off) = try await Self.inTurn(
+                round: round,
+                {
+                    // The recorder keeps its file open (and appends), so each round's share is the growth.
+                    let before = captureSize()
+                    defer { captureBytes = captureSize() - before }
+                    return try await Self.echoAsync(capturing, recorded, data, depth: 4, chunk: chunk)
+                },
+                { try await Self.echoAsync(manager, accessory, data, depth: 4, chunk: chunk) })
             captureRounds.append((on, off))
         }
         await capturing.shutdown()
@@ -323,39 +331,36 @@ struct SessionBenchmark {
 
     // MARK: Helpers
 
-    /// Runs `ours` then `theirs`, `runs` times, and returns the median (by time) of each.
-    func interleaved(_ ours: () async throws -> Sample, _ theirs: () throws -> Sample) async throws -> (Sample, Sample) {
-        var a: [Sample] = []
-        var b: [Sample] = []
-        for _ in 0..<max(runs, 1) {
-            a.append(try await ours())
-            b.append(try theirs())
+    /// Runs `a` and `b` once each for round `round`: `a` first in even rounds, `b` first in
+    /// odd ones. What runs second follows what the first left behind (dirty pages being
+    /// written back, a warm cache, a busy simulator), so neither side always gets it.
+    static func inTurn<A, B>(round: Int, _ a: () async throws -> A, _ b: () async throws -> B) async throws -> (A, B) {
+        if round % 2 == 0 {
+            let first = try await a()
+            return (first, try await b())
         }
-        return (Self.median(a), Self.median(b))
+        let first = try await b()
+        return (try await a(), first)
     }
 
-    /// Runs `first` then `second`, `runs` times, and returns the median (by time) of each.
-    func alternating(_ first: () async throws -> Sample, _ second: () async throws -> Sample) async throws -> (Sample, Sample) {
-        var a: [Sample] = []
-        var b: [Sample] = []
-        for _ in 0..<max(runs, 1) {
-            a.append(try await first())
-            b.append(try await second())
-        }
-        return (Self.median(a), Self.median(b))
+    /// Runs `ours` and `theirs` in turn (``inTurn(round:_:_:)``), `runs` rounds, and returns
+    /// the median (by time) of each.
+    func interleaved(_ ours: () async throws -> Sample, _ theirs: () async throws -> Sample) async throws -> (Sample, Sample) {
+        try await interleaved(rounds: runs, ours, theirs)
     }
 
-    /// Runs `ours` then `theirs`, `rounds` times, telling `record` each pair, and returns the
-    /// median of each.
+    /// Runs `ours` and `theirs` in turn (``inTurn(round:_:_:)``), `rounds` rounds, telling
+    /// `record` each pair, and returns the median of each.
     func interleaved(
-        rounds: Int, record: (Sample, Sample) -> Void = { _, _ in }, _ ours: () throws -> Sample, _ theirs: () throws -> Sample
-    ) throws -> (Sample, Sample) {
+        rounds: Int, record: (Sample, Sample) -> Void = { _, _ in }, _ ours: () async throws -> Sample, _ theirs: () async throws -> Sample
+    ) async throws -> (Sample, Sample) {
         var a: [Sample] = []
         var b: [Sample] = []
-        for _ in 0..<max(rounds, 1) {
-            a.append(try ours())
-            b.append(try theirs())
-            record(a[a.count - 1], b[b.count - 1])
+        for round in 0..<max(rounds, 1) {
+            let (x, y) = try await Self.inTurn(round: round, ours, theirs)
+            a.append(x)
+            b.append(y)
+            record(x, y)
         }
         return (Self.median(a), Self.median(b))
     }
