@@ -10,8 +10,11 @@ import Synchronization
 /// An IN completion carries the bytes received whatever its status.
 ///
 /// Locking: one `Mutex` guards the idle and pending lists and each transfer's tag; submits
-/// and cancels happen under it (neither waits for the event thread), and the handler is
-/// called after releasing it.
+/// and cancels happen under it (neither waits for the event thread). A completion never
+/// waits for it, so the event thread never waits for another thread's submit (an ioctl): it
+/// hands the transfer back through a second, short lock (`finished`), which everything under
+/// the first drains before it looks at the lists, and drains it itself only when the first
+/// is free; then it calls the handler.
 final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandler {
     let endpoint: UInt8
     let operation: String
@@ -21,6 +24,9 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     private let handle: LibUSBDeviceHandle
     private let handler = Mutex(CompletionHandlerSlot())
     private let state = Mutex(State())
+    /// Transfers completed since `state` was last taken, in completion order: still in
+    /// `pending`, to go back to the pool. Taken after `state`, never before it.
+    private let finished = Mutex<[LibUSBTransfer]>([])
 
     /// Idle transfers kept for the next calls, and the largest buffer kept: a call larger
     /// than that gets a transfer of its own, freed once it completes. A stream's
@@ -55,6 +61,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
             made.append(try LibUSBTransfer(device: handle, endpoint: endpoint, type: type, capacity: max(size, maxPacketSize), handler: self))
         }
         state.withLock { s in
+            drain(&s)
             s.idleLimit = max(s.idleLimit, count)
             s.keptBufferLimit = max(s.keptBufferLimit, size)
             s.idle += made
@@ -63,6 +70,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
 
     func submit(_ bytes: ArraySlice<UInt8>, timeout: Duration?, tag: UInt64) -> AccessoryError? {
         state.withLock { s in
+            drain(&s)
             let t: LibUSBTransfer
             switch take(capacity: bytes.count, &s) {
             case .success(let transfer): t = transfer
@@ -77,6 +85,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
 
     func submit(length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {
         state.withLock { s in
+            drain(&s)
             switch take(capacity: length, &s) {
             case .success(let t): return submit(t, length: length, timeout: timeout, tag: tag, &s)
             case .failure(let error): return error
@@ -106,6 +115,18 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
         return nil
     }
 
+    /// Moves the transfers that completed since the last look from `pending` to the pool.
+    private func drain(_ s: inout State) {
+        let done = finished.withLock { f in
+            defer { f.removeAll(keepingCapacity: true) }
+            return f
+        }
+        for transfer in done {
+            if let i = s.pending.firstIndex(where: { $0 === transfer }) { s.pending.remove(at: i) }
+            keep(transfer, &s)
+        }
+    }
+
     /// Returns a transfer to the pool, unless its buffer is large or the pool is full.
     private func keep(_ t: LibUSBTransfer, _ s: inout State) {
         guard t.buffer.count <= s.keptBufferLimit else { return }
@@ -115,18 +136,21 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
 
     func cancel(tag: UInt64) {
         state.withLock { s in
+            drain(&s)
             for t in s.pending where t.tag == tag { t.cancel() }
         }
     }
 
     func cancelAll() {
         state.withLock { s in
+            drain(&s)
             for t in s.pending.reversed() { t.cancel() }
         }
     }
 
     func close() {
         state.withLock { s in
+            drain(&s)
             precondition(s.pending.isEmpty, "transfers freed while pending on \(operation)")
             s.idle.removeAll()
         }
@@ -134,14 +158,15 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     }
 
     func transferCompleted(_ transfer: LibUSBTransfer, status: TransferStatus, length: Int) {
-        // Nobody touches the buffer until the transfer is submitted again, which needs it back
-        // in the idle list: copy before locking.
+        // Nobody touches the buffer or the tag until the transfer is submitted again, which
+        // needs it back in the idle list, so through `finished`: read both before handing it
+        // back there.
         let data = endpoint & 0x80 != 0 ? transfer.copyBytes(length) : []
-        let tag: UInt64 = state.withLock { s in
-            if let i = s.pending.firstIndex(where: { $0 === transfer }) { s.pending.remove(at: i) }
-            keep(transfer, &s)
-            return transfer.tag
-        }
+        let tag = transfer.tag
+        finished.withLock { $0.append(transfer) }
+        // Back to the pool now (a large buffer freed now) unless a submit or a cancel holds
+        // the lists: then it drains them itself, and this thread does not wait for its ioctl.
+        _ = state.withLockIfAvailable { drain(&$0) }
         handler.withLock { $0.call }?(tag, TransferCompletion(status: status, data: data, length: length))
     }
 }

@@ -21,11 +21,13 @@ protocol TransferCompletionHandler: AnyObject, Sendable {
 ///
 /// `@unchecked Sendable` is safe: the libusb structure is written (``submit(length:timeout:)``)
 /// only while the transfer is not in flight, and read by libusb and by the completion
-/// callback only while it is; the handler's lock orders the two (a submit happens under it,
-/// and the callback takes it before the transfer can be submitted again; for a control
-/// transfer the handler is ``LibUSBControlTransfer``'s waiter, whose lock the submit holds and
-/// the callback takes, and which submits once). ``tag`` is touched only under the handler's
-/// lock. Every other stored property is immutable.
+/// callback only while it is. Locks order the two: a submit happens under the handler's
+/// lock, and the callback, before the transfer can be submitted again, hands it back through
+/// a lock that the next submit takes first (``LibUSBEndpointTransfers``' `finished`, drained
+/// under its lock; for a control transfer the handler is ``LibUSBControlTransfer``'s waiter,
+/// whose lock the submit holds and the callback takes, and which submits once). ``tag`` is
+/// written with the structure and read by the callback before that hand-back. Every other
+/// stored property is immutable.
 final class LibUSBTransfer: @unchecked Sendable {
     private let raw: UnsafeMutablePointer<libusb_transfer>
     /// The data buffer, owned by this object. Fill it before an OUT submit; read it after an
@@ -40,8 +42,8 @@ final class LibUSBTransfer: @unchecked Sendable {
     /// A control transfer's buffer starts with the 8-byte setup packet.
     let isControl: Bool
 
-    /// The call this transfer is submitted for, for ``LibUSBEndpointTransfers`` (guarded by
-    /// the handler's lock).
+    /// The call this transfer is submitted for, for ``LibUSBEndpointTransfers`` (written
+    /// under its lock, read by its completion; see above).
     var tag: UInt64 = 0
 
     /// Allocates a transfer and a buffer of `capacity` bytes for an endpoint of `type` (for a
