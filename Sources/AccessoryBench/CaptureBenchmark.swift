@@ -43,8 +43,10 @@ struct CaptureBenchmark {
         let packets = perSection * copies
         let size = Double(section.count * copies) / 1e6
 
-        let ours = ProcessRunner.median(runs: runs, [accessoryctl, "capture", "summary", file, "--json"])
-        let tshark = ProcessRunner.median(runs: runs, ["tshark", "-r", file, "-T", "fields", "-e", "usb.urb_len"])
+        let m = ProcessRunner.medians(runs: runs, [
+            [accessoryctl, "capture", "summary", file, "--json"], ["tshark", "-r", file, "-T", "fields", "-e", "usb.urb_len"],
+        ])
+        let (ours, tshark) = (m[0], m[1])
         precondition(ours.status == 0, "accessoryctl capture summary failed")
         precondition(tshark.status == 0, "tshark failed (is it installed? scripts/setup installs it)")
         let inProcess = ReplayBenchmark.timed {

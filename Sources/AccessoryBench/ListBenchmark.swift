@@ -10,9 +10,8 @@ struct ListBenchmark {
         let present = try SimulatorControl.send("list").split(separator: "\n").count
         for i in present..<devices { _ = try SimulatorControl.send("plug 1209:0200:LS\(i)") }
         let total = try SimulatorControl.send("list").split(separator: "\n").count
-        let ours = ProcessRunner.median(runs: runs, [accessoryctl, "list"])
-        let json = ProcessRunner.median(runs: runs, [accessoryctl, "list", "--json"])
-        let lsusb = ProcessRunner.median(runs: runs, ["lsusb"])
+        let m = ProcessRunner.medians(runs: runs, [[accessoryctl, "list"], [accessoryctl, "list", "--json"], ["lsusb"]])
+        let (ours, json, lsusb) = (m[0], m[1], m[2])
         precondition(ours.status == 0 && lsusb.status == 0 && json.status == 0, "a listing failed")
         func row(_ name: String, _ m: ProcessRunner.Measurement) -> String {
             String(format: "| %@ | %d | %.2f | %.2f | %.1f | %.2f |", name, total, m.wall * 1000, m.cpu * 1000,

@@ -37,10 +37,19 @@ struct ProcessRunner {
         return Measurement(wall: wall, cpu: cpu, maxRSSKiB: usage.ru_maxrss, status: exit)
     }
 
-    /// The median of `runs` measurements (by wall time).
-    static func median(runs: Int, _ argv: [String], stdoutPath: String = "/dev/null") -> Measurement {
-        let all = (0..<runs).map { _ in measure(argv, stdoutPath: stdoutPath) }.sorted { $0.wall < $1.wall }
-        return all[all.count / 2]
+    /// The median (by wall time) of `runs` measurements of each command, taken in rounds:
+    /// every round runs each command once, starting one further along the list each round,
+    /// so a machine that speeds up or slows down during the bench, or a command that leaves
+    /// the cache warm for the next, favours none of them.
+    static func medians(runs: Int, _ commands: [[String]], stdoutPath: String = "/dev/null") -> [Measurement] {
+        var all = Array(repeating: [Measurement](), count: commands.count)
+        for round in 0..<max(runs, 1) {
+            for k in 0..<commands.count {
+                let i = (round + k) % commands.count
+                all[i].append(measure(commands[i], stdoutPath: stdoutPath))
+            }
+        }
+        return all.map { m in m.sorted { $0.wall < $1.wall }[m.count / 2] }
     }
 
     /// Everything a file descriptor gives until end of file, with plain read(2) (so that

@@ -15,9 +15,12 @@ struct ReplayBenchmark {
         let trace = dir.appendingPathComponent("bench-\(events).jsonl").path
         let size = try generate(to: trace)
         var rows: [String] = []
-        let ours = ProcessRunner.median(runs: runs, [accessoryctl, "replay", trace, "--json"])
-        let faulted = ProcessRunner.median(runs: runs, [accessoryctl, "replay", trace, "--json", "--faults", "drop=0.05,dup=0.05,reorder=0.05", "--seed", "1"])
-        let jq = ProcessRunner.median(runs: runs, ["jq", "-c", ".", trace])
+        let m = ProcessRunner.medians(runs: runs, [
+            [accessoryctl, "replay", trace, "--json"],
+            [accessoryctl, "replay", trace, "--json", "--faults", "drop=0.05,dup=0.05,reorder=0.05", "--seed", "1"],
+            ["jq", "-c", ".", trace],
+        ])
+        let (ours, faulted, jq) = (m[0], m[1], m[2])
         precondition(ours.status == 0 && jq.status == 0 && faulted.status == 0, "a benchmark process failed")
         let mb = Double(size) / 1e6
         func row(_ name: String, _ m: ProcessRunner.Measurement) -> String {

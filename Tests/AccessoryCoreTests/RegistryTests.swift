@@ -70,6 +70,7 @@ struct RegistryTests {
         let update = r.apply(removal(5))
         #expect(update.events.isEmpty)
         #expect(update.suspicion == .unknownDevice(DeviceRemoval(bus: 1, address: 5, port: "1-1")))
+        #expect(update.suspicion?.description == "a removal of bus 1 port 1-1 address 5 named no device")
         #expect(r.isSuspect)
         #expect(r.apply(.added(device(5))).events.isEmpty)
         #expect(r.count == 0)

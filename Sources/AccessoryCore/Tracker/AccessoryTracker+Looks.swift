@@ -72,7 +72,7 @@ extension AccessoryTracker {
         let report = Reconciler().reconcile(
             &registry, against: HotplugPolicy.truth(descriptors, keeping: judgement.waiting, of: registry),
             isShown: { d in infos[d].map { policy.isVisible($0.descriptor, isHub: $0.isHub) } ?? true }, scope: scope)
-        if isRecording { effects.recorded.append(.snapshot(found.filter(isShown).map(\.descriptor))) }
+        if isRecording { effects.recorded.append(.snapshot(found.filter { isShown($0) }.map(\.descriptor))) }
         // An operation's NO_DEVICE found it gone first: the ghost's evidence names it.
         let events = report.events.map { event in
             if case .disconnected(let a, .ghostEvicted(.absentFromSnapshot)) = event, let operation = judgement.evict[a.connectionID] ?? nil {

@@ -100,7 +100,7 @@ extension AccessoryTracker {
     private mutating func apply(
         _ event: HotplugEvent, device: USBDeviceInfo?, shown: Bool, at now: Duration, into effects: inout TrackerEffects
     ) {
-        if device.map(isShown) ?? true { effects.recorded.append(event) }
+        if device.map({ isShown($0) }) ?? true { effects.recorded.append(event) }  // not `map(isShown)`, which copies the whole tracker
         registry.now = recordedTime ?? now
         let update = registry.apply(event, isShown: { _ in shown })
         deliver(update.events, device: { d in device.flatMap { $0.descriptor == d ? $0 : nil } }, into: &effects)

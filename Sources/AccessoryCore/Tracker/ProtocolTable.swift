@@ -27,7 +27,10 @@ public struct ProtocolTable: Sendable, Hashable {
         for interface in interfaces where interface.isVendorSpecific {
             if let name = interface.name, !name.isEmpty { add(name) }
         }
-        for rule in allRules where matches(rule, info) { add(rule.protocolName) }
+        // Both lists in turn, not `allRules`: this runs for every arrival, and a joined copy
+        // would be an allocation each time.
+        for rule in rules where matches(rule, info) { add(rule.protocolName) }
+        for rule in Self.builtInRules where matches(rule, info) { add(rule.protocolName) }
         return names.isEmpty && info.configuration == nil ? nil : names
     }
 
