@@ -60,8 +60,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
         for _ in 0..<count {
             made.append(try LibUSBTransfer(device: handle, endpoint: endpoint, type: type, capacity: max(size, maxPacketSize), handler: self))
         }
-        state.withLock { s in
-            drain(&s)
+        withLists { s in
             s.idleLimit = max(s.idleLimit, count)
             s.keptBufferLimit = max(s.keptBufferLimit, size)
             s.idle += made
@@ -69,8 +68,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     }
 
     func submit(_ bytes: ArraySlice<UInt8>, timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        state.withLock { s in
-            drain(&s)
+        withLists { s in
             let t: LibUSBTransfer
             switch take(capacity: bytes.count, &s) {
             case .success(let transfer): t = transfer
@@ -84,8 +82,7 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     }
 
     func submit(length: Int, timeout: Duration?, tag: UInt64) -> AccessoryError? {
-        state.withLock { s in
-            drain(&s)
+        withLists { s in
             switch take(capacity: length, &s) {
             case .success(let t): return submit(t, length: length, timeout: timeout, tag: tag, &s)
             case .failure(let error): return error
@@ -115,10 +112,19 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
         return nil
     }
 
+    /// Runs `body` on the lists, with the transfers completed since they were last looked at
+    /// back in the pool first.
+    private func withLists<R>(_ body: (inout State) -> R) -> R {
+        state.withLock { s in
+            drain(&s)
+            return body(&s)
+        }
+    }
+
     /// Moves the transfers that completed since the last look from `pending` to the pool.
     private func drain(_ s: inout State) {
         let done = finished.withLock { f in
-            defer { f.removeAll(keepingCapacity: true) }
+            defer { f = [] }
             return f
         }
         for transfer in done {
@@ -135,22 +141,19 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     }
 
     func cancel(tag: UInt64) {
-        state.withLock { s in
-            drain(&s)
+        withLists { s in
             for t in s.pending where t.tag == tag { t.cancel() }
         }
     }
 
     func cancelAll() {
-        state.withLock { s in
-            drain(&s)
+        withLists { s in
             for t in s.pending.reversed() { t.cancel() }
         }
     }
 
     func close() {
-        state.withLock { s in
-            drain(&s)
+        withLists { s in
             precondition(s.pending.isEmpty, "transfers freed while pending on \(operation)")
             s.idle.removeAll()
         }
