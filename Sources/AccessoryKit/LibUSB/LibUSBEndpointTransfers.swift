@@ -13,8 +13,8 @@ import Synchronization
 /// and cancels happen under it (neither waits for the event thread). A completion never
 /// waits for it, so the event thread never waits for another thread's submit (an ioctl): it
 /// hands the transfer back through a second, short lock (`finished`), which everything under
-/// the first drains before it looks at the lists, and drains it itself only when the first
-/// is free; then it calls the handler.
+/// the first drains before it looks at the lists and again after it lets go of them; the
+/// completion drains it itself only when the first is free, then calls the handler.
 final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandler {
     let endpoint: UInt8
     let operation: String
@@ -113,11 +113,22 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
     }
 
     /// Runs `body` on the lists, with the transfers completed since they were last looked at
-    /// back in the pool first.
+    /// back in the pool first, and those that completed meanwhile back in it after.
     private func withLists<R>(_ body: (inout State) -> R) -> R {
-        state.withLock { s in
+        let result = state.withLock { s in
             drain(&s)
             return body(&s)
+        }
+        settle()
+        return result
+    }
+
+    /// Drains `finished` until it is empty or the lists are held. A completion that found
+    /// the lists held appended its transfer before the holder let go, so the holder's call
+    /// here, after it let go, sees it: no transfer waits in `finished` for the next submit.
+    private func settle() {
+        while finished.withLock({ !$0.isEmpty }) {
+            guard state.withLockIfAvailable({ drain(&$0) }) != nil else { return }
         }
     }
 
@@ -168,8 +179,9 @@ final class LibUSBEndpointTransfers: EndpointTransfers, TransferCompletionHandle
         let tag = transfer.tag
         finished.withLock { $0.append(transfer) }
         // Back to the pool now (a large buffer freed now) unless a submit or a cancel holds
-        // the lists: then it drains them itself, and this thread does not wait for its ioctl.
-        _ = state.withLockIfAvailable { drain(&$0) }
+        // the lists: then the holder drains them as it lets go (`settle`), and this thread
+        // does not wait for its ioctl.
+        settle()
         handler.withLock { $0.call }?(tag, TransferCompletion(status: status, data: data, length: length))
     }
 }
