@@ -78,7 +78,7 @@ let package = Package(
             name: "accessoryctl",
             dependencies: [
                 "AccessoryKit", "AccessoryCore", "AccessoryTraces", "AccessoryCapture", "ProcessSignals", "AccessoryMetrics",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "AccessoryLocking", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Virtual accessories: a umockdev testbed that runs a command under it (C).

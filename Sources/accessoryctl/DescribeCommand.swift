@@ -1,7 +1,7 @@
 import AccessoryCore
 import AccessoryKit
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct DescribeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -58,12 +58,12 @@ struct DeviceDescription: Encodable {
         bus = d.bus
         address = d.address
         port = d.port
-        vendor = d.vendor.map(Self.hex4)
-        product = d.product.map(Self.hex4)
+        vendor = d.vendor.map(Hex.four)
+        product = d.product.map(Hex.four)
         manufacturer = d.manufacturer
         name = d.name
         serial = d.serial
-        `class` = Self.hex2(info.deviceClass)
+        `class` = Hex.two(info.deviceClass)
         speed = info.speed.map { "\($0)" }
         let active = info.configuration
         let spoken = table.protocols(for: info) ?? []
@@ -79,12 +79,12 @@ struct DeviceDescription: Encodable {
             let source = isActive ? (active ?? c) : c
             return Configuration(value: c.value, active: isActive, interfaces: source.interfaces.map { i in
                 Interface(
-                    number: i.number, alternate: i.alternate, class: Self.hex2(i.interfaceClass), subclass: Self.hex2(i.interfaceSubclass),
-                    protocol: Self.hex2(i.interfaceProtocol), name: i.name,
+                    number: i.number, alternate: i.alternate, class: Hex.two(i.interfaceClass), subclass: Hex.two(i.interfaceSubclass),
+                    protocol: Hex.two(i.interfaceProtocol), name: i.name,
                     protocols: isActive ? owner[[i.number, i.alternate]] ?? [] : [],
                     endpoints: i.endpoints.map {
                         Endpoint(
-                            address: "0x" + Self.hex2($0.address), kind: "\($0.transferType)",
+                            address: "0x" + Hex.two($0.address), kind: "\($0.transferType)",
                             direction: $0.direction == .in ? "in" : "out", maxPacketSize: $0.packetSize)
                     })
             })
@@ -117,11 +117,4 @@ struct DeviceDescription: Encodable {
         }
         return out
     }
-
-    static func hex2(_ value: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(value >> 4)], digits[Int(value & 0xf)]])
-    }
-
-    static func hex4(_ value: UInt16) -> String { hex2(UInt8(value >> 8)) + hex2(UInt8(value & 0xff)) }
 }

@@ -1,6 +1,6 @@
 import AccessoryKit
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct DoctorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,7 @@
 import AccessoryCore
 import AccessoryKit
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct HubsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -59,7 +59,7 @@ struct HubsCommand: AsyncParsableCommand {
     }
 
     static func describe(_ d: USBDeviceInfo) -> String {
-        let hex = { (v: UInt16?) in v.map { String(format: "%04x", $0) } ?? "????" }
+        let hex = { (v: UInt16?) in v.map(Hex.four) ?? "????" }
         var text = "\(hex(d.descriptor.vendor)):\(hex(d.descriptor.product))"
         if let serial = d.descriptor.serial { text += " \(serial)" }
         if let name = d.descriptor.name { text += " \(name)" }
@@ -100,7 +100,7 @@ struct HubEntry: Encodable {
     var portStatus: [Port]
 
     init(_ h: USBHub) {
-        let hex = { (v: UInt16?) in v.map { String(format: "%04x", $0) } }
+        let hex = { (v: UInt16?) in v.map(Hex.four) }
         hub = h.name
         bus = h.bus
         address = h.address

@@ -2,7 +2,7 @@ import AccessoryCore
 import AccessoryTraces
 import AccessoryKit
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,9 @@
 import AccessoryCore
 import AccessoryKit
 import ArgumentParser
-import Foundation
+import AccessoryLocking
+import Dispatch
+import Glibc
 import ProcessSignals
 import Synchronization
 
@@ -242,7 +244,7 @@ extension OpenCommand {
             let out = sent.load(ordering: .relaxed)
             let back = received.load(ordering: .relaxed)
             let rate = Double(out + back) / seconds / 1e6
-            let line = String(format: "sent %@, received %@, %.1f s, %.1f MB/s", Self.size(out), Self.size(back), seconds, rate)
+            let line = "sent \(Self.size(out)), received \(Self.size(back)), \(TextFormat.oneDecimal(seconds)) s, \(TextFormat.oneDecimal(rate)) MB/s"
             if tty {
                 let text = "\r\u{1b}[K" + line + (final ? "\n" : "")
                 _ = text.withCString { Glibc.write(2, $0, strlen($0)) }
@@ -252,7 +254,7 @@ extension OpenCommand {
         }
 
         static func size(_ bytes: Int) -> String {
-            bytes < 1 << 20 ? "\(bytes) B" : String(format: "%.1f MiB", Double(bytes) / 1048576)
+            bytes < 1 << 20 ? "\(bytes) B" : "\(TextFormat.oneDecimal(Double(bytes) / 1048576)) MiB"
         }
     }
 
@@ -280,7 +282,7 @@ extension OpenCommand {
             for _ in 0..<ahead { credits.signal() }
             chunks = stream
             self.credits = credits
-            Thread.detachNewThread {
+            DetachedThread.start {
                 var buffer = [UInt8](repeating: 0, count: chunkSize)
                 while true {
                     credits.wait()

@@ -2,7 +2,8 @@ import AccessoryCore
 import AccessoryKit
 import AccessoryTraces
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ProcessSignals
 
 struct RecordCommand: AsyncParsableCommand {
@@ -38,7 +39,7 @@ struct RecordCommand: AsyncParsableCommand {
         }
         let manager = try await global.startManager()
         let events = await manager.monitorEvents()
-        let started = ISO8601DateFormatter().string(from: Date())
+        let started = Date.now.formatted(.iso8601)
         let name = trace
         let recorder = Task { () -> Int in
             var writer = TraceWriter(sink: FileDescriptorSink(fileDescriptor: fd), flushesEachRecord: true)

@@ -2,7 +2,7 @@ import AccessoryCore
 import AccessoryKit
 import AccessoryTraces
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct RecoverCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,7 +3,8 @@ import AccessoryKit
 import AccessoryMetrics
 import AccessoryTraces
 import ArgumentParser
-import Foundation
+import Dispatch
+import Glibc
 import ProcessSignals
 
 struct WatchCommand: AsyncParsableCommand {
@@ -190,6 +191,7 @@ struct WatchCommand: AsyncParsableCommand {
         var t = time_t(tv.tv_sec)
         var parts = tm()
         localtime_r(&t, &parts)
-        return String(format: "%02d:%02d:%02d.%03d", parts.tm_hour, parts.tm_min, parts.tm_sec, Int(tv.tv_usec / 1000))
+        return [Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec)].map { TextFormat.zeroPadded($0, width: 2) }.joined(separator: ":")
+            + "." + TextFormat.zeroPadded(Int(tv.tv_usec / 1000), width: 3)
     }
 }

@@ -20,6 +20,15 @@ struct HelpCLITests {
         #expect(r.stdout.contains("udev-rule"))
     }
 
+    @Test("accessoryctl loads no ICU: it links neither Foundation nor its internationalization (40 MB of libraries to load at every start)")
+    func loadsNoICU() throws {
+        let r = try CLI.run("/usr/bin/ldd", [CLI.accessoryctl])
+        #expect(r.status == 0 || r.stderr.contains("not a dynamic executable"), "\(r.stderr)")
+        for library in ["libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so"] {
+            #expect(!r.stdout.contains(library), "accessoryctl links \(library)")
+        }
+    }
+
     @Test("Bad usage exits 64 with a message")
     func badUsage() throws {
         let r = try CLI.ctl("udev-rule", "--vendor", "xyz")

@@ -152,6 +152,8 @@ struct LiveCLITests {
         let contents = try TraceReader.readAll(path: trace)
         #expect(contents.warnings.isEmpty)
         #expect(contents.header?.source == "accessoryctl record")
+        let started = contents.header?.started ?? ""
+        #expect(started.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil, "started: \(started)")
         let adds = contents.records.filter { if case .added(let d) = $0.event { d.serial == "SN8" } else { false } }
         let removes = contents.records.filter { if case .removed(let r) = $0.event { "\(r.bus):\(r.address ?? 0)" == added } else { false } }
         #expect(adds.count == 1)

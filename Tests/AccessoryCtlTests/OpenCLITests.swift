@@ -37,6 +37,15 @@ extension LiveCLITests {
             #expect((try? Data(contentsOf: output).count) == 4 << 20)
         }
 
+        @Test("open --progress ends with a line of bytes each way, seconds and MB/s, each to one decimal")
+        func progress() throws {
+            let command = "head -c 1048576 /dev/zero | '\(OpenCLI.accessoryctl)' open 1209:0001:SN1 --protocol org.example.loopback --idle-timeout 0.3 --progress > /dev/null"
+            let r = try CLI.run("/bin/sh", ["-c", command])
+            #expect(r.status == 0, "\(r.stderr)")
+            let last = r.stderr.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(last.contains(/sent 1\.0 MiB, received 1\.0 MiB, \d+\.\d s, \d+\.\d MB\/s$/), "\(r.stderr)")
+        }
+
         @Test("open --capture: a 1 MiB echo is recorded as usbmon pcapng; tshark finds no malformed packet, bulk OUT carries the input byte for byte, and the capture replays with the same answers", .needsTshark)
         func capturesTheEcho() async throws {
             let dir = try CLI.temporaryDirectory()

@@ -1,6 +1,7 @@
 import AccessoryCore
 import AccessoryKit
 import AccessoryTesting
+import Foundation
 import Testing
 
 /// `openSession(to:interface:)`: a device whose interfaces carry no string, opened by number.
@@ -29,13 +30,25 @@ struct InterfaceNumberSessionTests {
         }
     }
 
-    @Test("ProtocolTable(contentsOf:) of a missing file is .io naming it")
+    @Test("ProtocolTable(contentsOf:) of a missing file is .io naming it and the system's reason")
     func missingRulesFile() throws {
         do {
             _ = try ProtocolTable(contentsOf: "/nonexistent/rules.json")
             Issue.record("read a missing file")
         } catch {
             #expect(error.code == .io && error.message.contains("/nonexistent/rules.json"), "\(error.message)")
+            #expect(error.message.hasSuffix(": No such file or directory"), "\(error.message)")
         }
+    }
+
+    @Test("ProtocolTable(contentsOf:) reads a file larger than one read, whole")
+    func largeRulesFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rules-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let rules = (0..<2000).map { #"{"vendor":"1209","product":"\#(Hex.four(UInt16($0)))","interface":0,"protocol":"com.example.p\#($0)"}"# }
+        try Data(("[" + rules.joined(separator: ",\n") + "]").utf8).write(to: URL(fileURLWithPath: path))
+        let table = try ProtocolTable(contentsOf: path)
+        #expect(table.rules.count == 2000)
+        #expect(table.rules.last?.protocolName == "com.example.p1999")
     }
 }

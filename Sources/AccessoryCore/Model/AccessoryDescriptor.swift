@@ -127,7 +127,7 @@ func agree<T: Equatable>(_ a: T?, _ b: T?) -> Bool {
     return a == b
 }
 
-/// Four-digit lowercase hexadecimal, as the trace format writes IDs.
+/// Lowercase hexadecimal digits: four, as the trace format writes IDs, or two for a byte.
 package enum Hex {
     package static func four(_ value: UInt16) -> String {
         let digits = Array("0123456789abcdef".utf8)
@@ -136,6 +136,12 @@ package enum Hex {
             digits[Int(value >> 4) & 0xf], digits[Int(value) & 0xf],
         ]
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `81`: a byte's two digits.
+    package static func two(_ value: UInt8) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: [digits[Int(value >> 4)], digits[Int(value & 0xf)]], as: UTF8.self)
     }
 
     /// Parses exactly four hexadecimal digits (either case).

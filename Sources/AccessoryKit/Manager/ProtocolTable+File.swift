@@ -1,10 +1,7 @@
 import AccessoryCore
-
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
+import Glibc
+
 
 extension ProtocolTable {
     /// A table with the rules of a JSON file, which `accessoryctl --protocols FILE` reads too.
@@ -23,13 +20,10 @@ extension ProtocolTable {
     ///   for a file that is not such an array, naming the file, the entry (by index, from 0)
     ///   and the reason.
     public init(contentsOf path: String) throws(AccessoryError) {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw AccessoryError(.io, "cannot read protocol rules \(path): \(error.localizedDescription)", operation: "read protocol rules")
+        guard let bytes = SysfsFiles.read(path, limit: .max, untilEndOfFile: true) else {
+            throw AccessoryError(.io, "cannot read protocol rules \(path): \(String(cString: strerror(errno)))", operation: "read protocol rules")
         }
-        try self.init(json: Array(data), file: path)
+        try self.init(json: bytes, file: path)
     }
 
     /// A table with the rules of JSON text in the format of ``init(contentsOf:)``; `file`

@@ -37,7 +37,7 @@ package struct SysfsPortFiles: Sendable {
     /// The port chain that a port's `peer` link names (`2-1.4`), if it has one.
     func peer(hub: String, port n: Int) -> String? {
         guard let target = SysfsFiles.linkTarget(portDirectory(hub: hub, port: n) + "/peer"),
-              let range = target.range(of: "-port", options: .backwards),
+              let range = target.ranges(of: "-port").last,
               let number = Int(target[range.upperBound...])
         else { return nil }
         return Self.child(of: String(target[..<range.lowerBound]), port: number)

@@ -5,7 +5,7 @@ import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
-import Foundation
+import FoundationEssentials
 #endif
 
 /// A conversation with an accessory in one protocol: `EASession` for Linux, over a claimed

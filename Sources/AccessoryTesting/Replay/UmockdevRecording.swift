@@ -1,5 +1,5 @@
 import AccessoryKit
-import Foundation
+import FoundationEssentials
 
 /// The USB devices of a `umockdev-record` file, as much of each as a replay needs: bus,
 /// address, IDs, the binary `descriptors` attribute and the strings.

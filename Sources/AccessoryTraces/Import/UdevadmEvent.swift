@@ -1,5 +1,5 @@
 import AccessoryCore
-import Foundation
+import Glibc
 
 /// One event as `udevadm monitor` prints it: a `KERNEL[…]` or `UDEV  […]` header line and,
 /// with `--property` (or `--environment`), the `KEY=VALUE` lines under it.
@@ -164,7 +164,7 @@ struct UdevadmEvent: Sendable {
     var busAndAddress: (bus: Int, address: Int?) {
         var bus = properties[.busnum].flatMap { Int($0) }
         var address = properties[.devnum].flatMap { Int($0) }
-        if bus == nil || address == nil, let devname = properties[.devname], let r = devname.range(of: "bus/usb/") {
+        if bus == nil || address == nil, let devname = properties[.devname], let r = devname.firstRange(of: "bus/usb/") {
             let parts = devname[r.upperBound...].split(separator: "/")
             if parts.count == 2 {
                 bus = bus ?? Int(parts[0])

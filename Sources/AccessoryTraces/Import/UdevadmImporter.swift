@@ -1,5 +1,4 @@
 import AccessoryCore
-import Foundation
 
 /// Turns a `udevadm monitor` log into trace records: the `add` and `remove` events of USB
 /// devices, each once.

@@ -1,5 +1,5 @@
 import AccessoryCore
-import Foundation
+import Glibc
 
 /// The line-by-line state of a `udevadm monitor` import: it turns lines into events and
 /// counts what it could not read.

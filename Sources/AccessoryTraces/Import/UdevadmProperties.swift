@@ -1,5 +1,5 @@
 import AccessoryCore
-import Foundation
+import Glibc
 
 /// The `KEY=VALUE` properties of one `udevadm monitor` event that an import reads; the
 /// others are skipped as the log is read, without becoming strings.

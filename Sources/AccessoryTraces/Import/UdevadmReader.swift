@@ -1,5 +1,4 @@
 import AccessoryCore
-import Foundation
 
 /// Reads a `udevadm monitor` log as trace records, one at a time, in chunks: memory stays
 /// flat however long the log is. ``UdevadmImporter`` describes what is read and how.

@@ -1,5 +1,5 @@
 import AccessoryCore
-import Foundation
+import Glibc
 
 /// A sink that writes straight to a file descriptor with `write(2)`, unbuffered.
 ///

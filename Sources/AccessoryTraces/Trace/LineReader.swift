@@ -1,5 +1,5 @@
 import AccessoryCore
-import Foundation
+import Glibc
 
 /// Reads a file descriptor (or bytes in memory) one line at a time, in chunks, never holding
 /// more than the longest line plus one chunk: the byte-level reading that ``TraceReader`` and

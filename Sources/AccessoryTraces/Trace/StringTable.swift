@@ -1,5 +1,5 @@
 import AccessoryCore
-import Foundation
+import Glibc
 
 /// Strings a trace repeats on every line (manufacturers, product names), decoded once:
 /// a later string with the same bytes shares the first one's storage instead of allocating

@@ -1,5 +1,4 @@
 import AccessoryCore
-import Foundation
 
 /// Reads a hotplug trace (<doc:TraceFormat>, version 1) one record at a time.
 ///

@@ -1,5 +1,5 @@
 import AccessoryCore
-import Foundation
+import Glibc
 
 /// A write to a ``FileDescriptorSink`` failed.
 public struct TraceSinkError: Error, Hashable, Sendable, CustomStringConvertible {
