@@ -3,7 +3,7 @@
 enum TextFormat {
     /// `12.3`: `value` rounded to one decimal.
     static func oneDecimal(_ value: Double) -> String {
-        guard value.isFinite else { return "\(value)" }
+        guard value.isFinite, abs(value) < 1e17 else { return "\(value)" }  // beyond that, tenths overflow Int
         let tenths = Int((abs(value) * 10).rounded())
         return (value < 0 && tenths > 0 ? "-" : "") + "\(tenths / 10).\(tenths % 10)"
     }
