@@ -11,6 +11,19 @@ public enum AccessoryEvent: Hashable, Sendable {
         case .connected(let a), .disconnected(let a, _): return a
         }
     }
+
+    /// The connection ID of the accessory the event is about (without a copy of it).
+    package var connectionID: ConnectionID {
+        switch self {
+        case .connected(let a), .disconnected(let a, _): return a.connectionID
+        }
+    }
+
+    /// Whether it is a `connected` event.
+    package var isConnected: Bool {
+        if case .connected = self { return true }
+        return false
+    }
 }
 
 extension AccessoryEvent: CustomStringConvertible {

@@ -134,6 +134,9 @@ public struct ConnectionRegistry: Sendable {
     /// The entry with this ID, if registered.
     public subscript(id: ConnectionID) -> Accessory? { entries[id] }
 
+    /// Whether an entry has this ID (no copy of it is made).
+    package func contains(_ id: ConnectionID) -> Bool { entries.index(forKey: id) != nil }
+
     /// The entry at a bus and address, if any.
     package func accessory(at key: DeviceKey) -> Accessory? {
         byKey[key].flatMap { entries[$0] }

@@ -60,7 +60,9 @@ extension AccessoryTracker {
         _ truth: [USBDeviceInfo], for plan: ReconcilePlan, at now: Duration, noticesPending: Bool = false
     ) -> TrackerEffects {
         var effects = TrackerEffects()
-        let found = policy.withoutGone(truth.map(resolvingProtocols), at: now, descriptor: \USBDeviceInfo.descriptor)
+        var resolved = truth
+        for i in resolved.indices { resolveProtocols(&resolved[i]) }  // not `map(resolvingProtocols)`, which copies the tracker
+        let found = policy.withoutGone(resolved, at: now, descriptor: \USBDeviceInfo.descriptor)
         let descriptors = found.map(\.descriptor)
         let scope = plan.scope(truth: descriptors, in: registry)
         var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]

@@ -18,18 +18,23 @@ extension AccessoryTracker {
         return effects
     }
 
-    /// ``arrived(_:portNow:at:)``, appending its effects to `effects`.
-    mutating func arrived(_ device: USBDeviceInfo, portNow: USBDeviceInfo?, at now: Duration, into effects: inout TrackerEffects) {
-        let notice = device.descriptor
-        let verdict = HotplugPolicy.judge(arrival: notice, livePort: portNow?.descriptor)
+    /// ``arrived(_:portNow:at:)``, appending its effects to `effects`. The notice is consumed:
+    /// its device becomes the entry's without a copy.
+    mutating func arrived(_ device: consuming USBDeviceInfo, portNow: USBDeviceInfo?, at now: Duration, into effects: inout TrackerEffects) {
+        let verdict = HotplugPolicy.judge(arrival: device.descriptor, livePort: portNow?.descriptor)
+        // Of the notice itself only its port and address are needed from here on.
+        let noticePort = device.descriptor.port
+        let noticeAddress = device.descriptor.address
         let fromTruth = verdict == .live
-        let info = resolvingProtocols(fromTruth ? portNow! : device)
-        let address = notice.address.map(String.init) ?? "?"
+        var info: USBDeviceInfo
+        if fromTruth { info = portNow! } else { info = device }
+        resolveProtocols(&info)
         if verdict == .stale {
             // Applying the add would evict the live instance as replaced. Its LEFT follows;
-            // the recording still gets it.
-            effects.notes.append("hotplug: arrival of \(notice.port) address \(address) is stale; a newer instance holds the port")
-            policy.skipped(notice)
+            // the recording still gets it. (`info` is the notice here, protocols aside.)
+            effects.notes.append(
+                "hotplug: arrival of \(noticePort) address \(noticeAddress.map(String.init) ?? "?") is stale; a newer instance holds the port")
+            policy.skipped(info.descriptor)
             if isShown(info) { effects.recorded.append(.added(info.descriptor)) }
         } else {
             policy.arrived(info.descriptor)
@@ -38,11 +43,15 @@ extension AccessoryTracker {
             // identity is its serial and not its port (storms).
             let serialPending = !fromTruth && info.descriptor.serial == nil && (info.deviceDescriptor?.serialNumberIndex ?? 0) != 0
             if serialPending {
-                effects.notes.append("hotplug: \(notice.port) address \(address) arrived without its serial; announcing it once the truth has it")
+                effects.notes.append(
+                    "hotplug: \(noticePort) address \(noticeAddress.map(String.init) ?? "?") arrived without its serial; announcing it once the truth has it")
             }
-            apply(.added(info.descriptor), device: info, shown: !serialPending && isShown(info), at: now, into: &effects)
+            let visible = isShown(info)
+            // Only a device that says more than its descriptor is kept in ``devices``.
+            let kept: USBDeviceInfo? = info.isBareDescriptor ? nil : info
+            apply(.added(info.descriptor), recorded: visible, device: kept, shown: !serialPending && visible, at: now, into: &effects)
         }
-        schedule.touched(notice.port, at: now)
+        schedule.touched(noticePort, at: now)
     }
 
     /// A device left.
@@ -88,23 +97,32 @@ extension AccessoryTracker {
             // a full scan each). The recording still gets it.
             effects.recorded.append(.removed(removal))
         } else {
-            apply(.removed(removal), device: nil, shown: true, at: now, into: &effects)
+            apply(.removed(removal), recorded: true, device: nil, shown: true, at: now, into: &effects)
         }
-        if let leaving, registry[leaving.connectionID] == nil { policy.markGone(leaving.descriptor, at: now) }
         if !device.port.isEmpty { schedule.touched(device.port, at: now) }
-        if let leaving, leaving.descriptor.port != device.port { schedule.touched(leaving.descriptor.port, at: now) }
+        guard let leaving else { return }
+        if leaving.descriptor.port != device.port { schedule.touched(leaving.descriptor.port, at: now) }
+        if !registry.contains(leaving.connectionID) { policy.markGone(leaving.descriptor, at: now) }
     }
 
-    /// Applies an add or a removal to the registry. The recording gets it unless it adds a
-    /// device that is not shown.
+    /// Applies an add or a removal to the registry, its notifications appended to `effects`
+    /// in place (no array per event).
+    /// - Parameters:
+    ///   - recorded: whether the recording gets `event` (not for an add of a device that is
+    ///     not shown).
+    ///   - device: what the OS says of an added device, when it says more than its
+    ///     descriptor: kept in ``devices`` for the entry it connects.
+    ///   - shown: whether an added device is shown.
     private mutating func apply(
-        _ event: HotplugEvent, device: USBDeviceInfo?, shown: Bool, at now: Duration, into effects: inout TrackerEffects
+        _ event: consuming HotplugEvent, recorded: Bool, device: USBDeviceInfo?, shown: Bool, at now: Duration,
+        into effects: inout TrackerEffects
     ) {
-        if device.map({ isShown($0) }) ?? true { effects.recorded.append(event) }  // not `map(isShown)`, which copies the whole tracker
+        if recorded { effects.recorded.append(copy event) }
         registry.now = recordedTime ?? now
-        let update = registry.apply(event, isShown: { _ in shown })
-        deliver(update.events, device: { d in device.flatMap { $0.descriptor == d ? $0 : nil } }, into: &effects)
-        if let suspicion = update.suspicion {
+        let start = effects.events.count
+        let suspicion = registry.apply(event, isShown: { _ in shown }, into: &effects.events)
+        deliverAppended(from: start, device: device, into: &effects)
+        if let suspicion {
             effects.notes.append("registry suspects it is out of step (\(suspicion)); reconciling")
             schedule.receive(.suspicion, at: now)
         }

@@ -251,18 +251,42 @@ public struct AccessoryTracker: Sendable {
         }
     }
 
+    /// ``deliver(_:device:into:)`` for the events the registry appended to `effects.events`
+    /// from `start` on, where they lie: keeps ``devices`` in step (`device`, when given, is
+    /// kept for the entry whose connection has its descriptor) and takes the hidden ones out.
+    /// No event is copied.
+    mutating func deliverAppended(from start: Int, device: USBDeviceInfo?, into effects: inout TrackerEffects) {
+        var i = start
+        while i < effects.events.count {
+            let id = effects.events[i].connectionID
+            if effects.events[i].isConnected {
+                if let device, device.descriptor == effects.events[i].accessory.descriptor, !device.isBareDescriptor {
+                    devices[id] = device
+                }
+            } else {
+                policy.forget(id)
+                if !devices.isEmpty { devices[id] = nil }
+            }
+            if id.isHidden { effects.events.remove(at: i) } else { i += 1 }
+        }
+    }
+
     /// The protocols a device speaks, by the table, set on its descriptor: from its
     /// configuration where known, else what it already says plus the rules that match it.
     func resolvingProtocols(_ device: USBDeviceInfo) -> USBDeviceInfo {
         var device = device
-        let table = configuration.protocolTable
+        resolveProtocols(&device)
+        return device
+    }
+
+    /// ``resolvingProtocols(_:)`` in place (a device is large: no copy of it per arrival).
+    func resolveProtocols(_ device: inout USBDeviceInfo) {
         if device.configuration != nil {
-            device.descriptor.protocols = table.protocols(for: device)
-        } else if let matched = table.protocols(for: device), !matched.isEmpty {
+            device.descriptor.protocols = configuration.protocolTable.protocols(for: device)
+        } else if let matched = configuration.protocolTable.protocols(for: device), !matched.isEmpty {
             var names = device.descriptor.protocols ?? []
             for name in matched where !names.contains(name) { names.append(name) }
             device.descriptor.protocols = names
         }
-        return device
     }
 }

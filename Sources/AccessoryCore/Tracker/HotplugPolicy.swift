@@ -81,7 +81,7 @@ package struct HotplugPolicy: Sendable {
     /// awaited there.
     package mutating func arrived(_ descriptor: AccessoryDescriptor) {
         guard let key = descriptor.key else { return }
-        deadInstances[key] = nil
+        if !deadInstances.isEmpty { deadInstances[key] = nil }
         if !skippedArrivals.isEmpty { skippedArrivals.remove(key) }
     }
 
@@ -121,8 +121,8 @@ package struct HotplugPolicy: Sendable {
 
     /// Forgets what is kept about an entry that has left the registry.
     package mutating func forget(_ id: ConnectionID) {
-        absentSince[id] = nil
-        suspects[id] = nil
+        if !absentSince.isEmpty { absentSince[id] = nil }
+        if !suspects.isEmpty { suspects[id] = nil }
     }
 
     // MARK: Judging a look

@@ -68,7 +68,13 @@ public struct TracePlayback: Sendable {
             changedSinceSnapshot = true
         }
         tracker.apply(event, at: time, into: &effects)
-        events.append(contentsOf: effects.events)
+        if events.isEmpty {
+            // The usual case: hand the array over instead of copying every event into `events`
+            // (the two swap buffers, each keeping its capacity).
+            swap(&events, &effects.events)
+        } else {
+            events.append(contentsOf: effects.events)
+        }
         effects.events.removeAll(keepingCapacity: true)
         effects.recorded.removeAll(keepingCapacity: true)
         if !effects.notes.isEmpty { effects.notes.removeAll(keepingCapacity: true) }
