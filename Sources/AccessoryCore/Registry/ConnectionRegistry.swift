@@ -134,8 +134,25 @@ public struct ConnectionRegistry: Sendable {
     /// The entry with this ID, if registered.
     public subscript(id: ConnectionID) -> Accessory? { entries[id] }
 
+    /// Whether it holds a hidden entry (at once `false` while it never made one).
+    package var hasHiddenEntries: Bool {
+        nextHiddenID != ConnectionID.hiddenBase && entries.keys.contains { $0.isHidden }
+    }
+
     /// Whether an entry has this ID (no copy of it is made).
     package func contains(_ id: ConnectionID) -> Bool { entries.index(forKey: id) != nil }
+
+    /// The ID of the entry at a bus and address, if any (no copy of the entry is made).
+    package func connectionID(at key: DeviceKey) -> ConnectionID? {
+        guard let id = byKey[key], entries.index(forKey: id) != nil else { return nil }
+        return id
+    }
+
+    /// The port of the entry with this ID, if registered.
+    package func port(of id: ConnectionID) -> String? {
+        guard let i = entries.index(forKey: id) else { return nil }
+        return entries.values[i].descriptor.port
+    }
 
     /// The entry at a bus and address, if any.
     package func accessory(at key: DeviceKey) -> Accessory? {

@@ -74,42 +74,55 @@ extension AccessoryTracker {
 
     /// A removal as a trace records it (it may lack the port or the address).
     mutating func left(_ removal: DeviceRemoval, at now: Duration, into effects: inout TrackerEffects) {
-        let descriptor = AccessoryDescriptor(bus: removal.bus, address: removal.address, port: removal.port ?? "")
-        left(removal, descriptor: descriptor, at: now, into: &effects)
+        let key = removal.address.map { DeviceKey(bus: removal.bus, address: $0) }
+        left(removal, key: key, port: removal.port ?? "", at: now, into: &effects)
     }
 
     /// A removal, exactly what to remove (a simulated host may know it better than the
     /// notice's descriptor says), of the device `device` the notice names.
     package mutating func left(_ removal: DeviceRemoval, descriptor device: AccessoryDescriptor, at now: Duration) -> TrackerEffects {
         var effects = TrackerEffects()
-        left(removal, descriptor: device, at: now, into: &effects)
+        left(removal, key: device.key, port: device.port, at: now, into: &effects)
         return effects
     }
 
+    /// A removal of the device the notice names by `key` (its bus and address, if given) and
+    /// `port` (empty if not given).
     private mutating func left(
-        _ removal: DeviceRemoval, descriptor device: AccessoryDescriptor, at now: Duration, into effects: inout TrackerEffects
+        _ removal: DeviceRemoval, key: DeviceKey?, port: String, at now: Duration, into effects: inout TrackerEffects
     ) {
-        let leaving = device.key.flatMap { registry.accessory(at: $0) }
+        let leaving = key.flatMap { registry.connectionID(at: $0) }
         policy.heardLeft(at: now)
-        if leaving == nil, policy.isLeftOfSkippedArrival(device) {
+        if !port.isEmpty { schedule.touched(port, at: now) }
+        effects.recorded.append(.removed(removal))
+        if leaving == nil, let key, policy.isLeftOfSkippedArrival(key) {
             // The registry never held it: nothing to remove, no tombstone (which would drop
             // the next instance given this address) and nothing to suspect (in a farm's storm,
             // a full scan each). The recording still gets it.
-            effects.recorded.append(.removed(removal))
-        } else {
-            apply(.removed(removal), recorded: true, device: nil, shown: true, at: now, into: &effects)
+            return
         }
-        if !device.port.isEmpty { schedule.touched(device.port, at: now) }
-        guard let leaving else { return }
-        if leaving.descriptor.port != device.port { schedule.touched(leaving.descriptor.port, at: now) }
-        if !registry.contains(leaving.connectionID) { policy.markGone(leaving.descriptor, at: now) }
+        registry.now = recordedTime ?? now
+        let start = effects.events.count
+        let suspicion = registry.apply(.removed(removal), into: &effects.events)
+        if let leaving {
+            if effects.events.count > start, effects.events[start].connectionID == leaving {
+                // The removal took the entry that was there: that instance is gone, and the
+                // truth may list it a moment longer. (Its disconnect, read where it lies.)
+                let gone = effects.events[start].accessory.descriptor
+                if gone.port != port { schedule.touched(gone.port, at: now) }
+                policy.markGone(gone, at: now)
+            } else if let stays = registry.port(of: leaving), stays != port {
+                schedule.touched(stays, at: now)
+            }
+        }
+        deliverAppended(from: start, device: nil, into: &effects)
+        if let suspicion { suspected(suspicion, at: now, into: &effects) }
     }
 
-    /// Applies an add or a removal to the registry, its notifications appended to `effects`
-    /// in place (no array per event).
+    /// Applies an add to the registry, its notifications appended to `effects` in place (no
+    /// array per event).
     /// - Parameters:
-    ///   - recorded: whether the recording gets `event` (not for an add of a device that is
-    ///     not shown).
+    ///   - recorded: whether the recording gets `event` (not for a device that is not shown).
     ///   - device: what the OS says of an added device, when it says more than its
     ///     descriptor: kept in ``devices`` for the entry it connects.
     ///   - shown: whether an added device is shown.
@@ -122,9 +135,13 @@ extension AccessoryTracker {
         let start = effects.events.count
         let suspicion = registry.apply(event, isShown: { _ in shown }, into: &effects.events)
         deliverAppended(from: start, device: device, into: &effects)
-        if let suspicion {
-            effects.notes.append("registry suspects it is out of step (\(suspicion)); reconciling")
-            schedule.receive(.suspicion, at: now)
-        }
+        if let suspicion { suspected(suspicion, at: now, into: &effects) }
+    }
+
+    /// The registry suspects it is out of step: reconcile after the debounce, reading
+    /// everything.
+    private mutating func suspected(_ suspicion: ConnectionRegistry.Suspicion, at now: Duration, into effects: inout TrackerEffects) {
+        effects.notes.append("registry suspects it is out of step (\(suspicion)); reconciling")
+        schedule.receive(.suspicion, at: now)
     }
 }

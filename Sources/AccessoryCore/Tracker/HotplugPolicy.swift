@@ -242,7 +242,13 @@ package struct HotplugPolicy: Sendable {
     /// reordering behind (that would drop the next instance given the address), and is no
     /// sign that the registry is out of step.
     package mutating func isLeftOfSkippedArrival(_ left: AccessoryDescriptor) -> Bool {
-        guard !skippedArrivals.isEmpty, let key = left.key else { return false }
+        guard let key = left.key else { return false }
+        return isLeftOfSkippedArrival(key)
+    }
+
+    /// ``isLeftOfSkippedArrival(_:)`` for the LEFT event's bus and address.
+    package mutating func isLeftOfSkippedArrival(_ key: DeviceKey) -> Bool {
+        guard !skippedArrivals.isEmpty else { return false }
         return skippedArrivals.remove(key) != nil
     }
 
