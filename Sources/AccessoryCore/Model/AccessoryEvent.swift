@@ -13,16 +13,14 @@ public enum AccessoryEvent: Hashable, Sendable {
     }
 
     /// The connection ID of the accessory the event is about (without a copy of it).
-    package var connectionID: ConnectionID {
-        switch self {
-        case .connected(let a), .disconnected(let a, _): return a.connectionID
-        }
-    }
+    package var connectionID: ConnectionID { connection.id }
 
-    /// Whether it is a `connected` event.
-    package var isConnected: Bool {
-        if case .connected = self { return true }
-        return false
+    /// The connection ID of the accessory the event is about, and whether it connected.
+    package var connection: (id: ConnectionID, connected: Bool) {
+        switch self {
+        case .connected(let a): return (a.connectionID, true)
+        case .disconnected(let a, _): return (a.connectionID, false)
+        }
     }
 }
 

@@ -27,7 +27,7 @@ extension AccessoryTracker {
         let noticeAddress = device.descriptor.address
         let fromTruth = verdict == .live
         var info: USBDeviceInfo
-        if fromTruth { info = portNow! } else { info = device }
+        if fromTruth { info = portNow! } else { info = consume device }
         resolveProtocols(&info)
         if verdict == .stale {
             // Applying the add would evict the live instance as replaced. Its LEFT follows;

@@ -189,15 +189,16 @@ public struct AccessoryTracker: Sendable {
     /// ``apply(_:at:)``, appending its effects to `effects` (a replay of millions of records
     /// reuses one).
     package mutating func apply(_ event: consuming HotplugEvent, at now: Duration, into effects: inout TrackerEffects) {
-        switch consume event {
+        // Each case takes its payload; none binds the whole event, which would copy it.
+        switch event {
         case .added(let d):
             arrived(USBDeviceInfo(descriptor: d), portNow: nil, at: now, into: &effects)
         case .removed(let r):
             left(r, at: now, into: &effects)
         case .snapshot(let truth):
             effects.append(snapshot(truth.map { USBDeviceInfo(descriptor: $0) }, at: now))
-        case let event:
-            effects.recorded.append(event)
+        case .sleep, .wake, .overflow:
+            effects.recorded.append(copy event)
             registry.now = recordedTime ?? now
             var events: [AccessoryEvent] = []
             if registry.apply(event, into: &events) != nil { schedule.receive(.suspicion, at: now) }
@@ -258,8 +259,8 @@ public struct AccessoryTracker: Sendable {
     mutating func deliverAppended(from start: Int, device: USBDeviceInfo?, into effects: inout TrackerEffects) {
         var i = start
         while i < effects.events.count {
-            let id = effects.events[i].connectionID
-            if effects.events[i].isConnected {
+            let (id, connected) = effects.events[i].connection
+            if connected {
                 if let device, device.descriptor == effects.events[i].accessory.descriptor, !device.isBareDescriptor {
                     devices[id] = device
                 }

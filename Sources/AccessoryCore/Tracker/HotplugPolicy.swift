@@ -88,8 +88,9 @@ package struct HotplugPolicy: Sendable {
     /// Forgets every mark and every wait: the truth at hand is authoritative (a trace's
     /// snapshot).
     package mutating func forgetGone() {
-        deadInstances.removeAll()
-        absentSince.removeAll()
+        // Keeping the capacity: the marks come back at every LEFT event after this.
+        deadInstances.removeAll(keepingCapacity: true)
+        absentSince.removeAll(keepingCapacity: true)
     }
 
     /// `devices` without the instances known gone. A mark the truth no longer lists, or older

@@ -100,7 +100,7 @@ package struct ReconcileSchedule: Sendable {
     /// A reconcile planned from ``touchedPorts`` and ``needsFullScan`` begins: the touched
     /// ports are its to read, and a full scan is no longer needed once it reads everything.
     package mutating func reconcileBegan(readingEverything: Bool) {
-        touchedNames.removeAll()
+        touchedNames.removeAll(keepingCapacity: true)  // the next events name as many ports again
         if readingEverything { needsFullScan = false }
     }
 

@@ -75,9 +75,20 @@ public struct TracePlayback: Sendable {
         } else {
             events.append(contentsOf: effects.events)
         }
-        effects.events.removeAll(keepingCapacity: true)
-        effects.recorded.removeAll(keepingCapacity: true)
-        if !effects.notes.isEmpty { effects.notes.removeAll(keepingCapacity: true) }
+        Self.clear(&effects.events)
+        Self.clear(&effects.recorded)
+        Self.clear(&effects.notes)
+    }
+
+    /// Empties `array`, keeping its capacity. A record leaves one element or none, and
+    /// `removeLast()` is cheaper than `removeAll(keepingCapacity:)`'s general replacement.
+    @inline(__always)
+    private static func clear<Element>(_ array: inout [Element]) {
+        if array.count == 1 {
+            array.removeLast()
+        } else if !array.isEmpty {
+            array.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Ends the trace: if events came after the last snapshot, reconciles the registry
