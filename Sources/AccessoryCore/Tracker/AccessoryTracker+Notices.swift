@@ -54,6 +54,22 @@ extension AccessoryTracker {
         schedule.touched(noticePort, at: now)
     }
 
+    /// An add as a trace records it: a descriptor only, with no look at its port. It does what
+    /// ``arrived(_:portNow:at:into:)`` does with `USBDeviceInfo(descriptor: d)` and no
+    /// `portNow` (an unconfirmed arrival, no serial pending, not a hub), without making the
+    /// device: a bare device matches none of the built-in rules (they need its interfaces),
+    /// so unless the application has rules of its own its protocols stay as they are.
+    mutating func added(_ d: consuming AccessoryDescriptor, at now: Duration, into effects: inout TrackerEffects) {
+        guard configuration.protocolTable.rules.isEmpty, ProtocolTable.builtInRulesNeedInterfaces else {
+            arrived(USBDeviceInfo(descriptor: d), portNow: nil, at: now, into: &effects)
+            return
+        }
+        policy.arrived(d)
+        let visible = policy.isVisible(d, isHub: false)
+        schedule.touched(d.port, at: now)
+        apply(.added(d), recorded: visible, device: nil, shown: visible, at: now, into: &effects)
+    }
+
     /// A device left.
     ///
     /// - Parameters:
@@ -115,7 +131,7 @@ extension AccessoryTracker {
                 schedule.touched(stays, at: now)
             }
         }
-        deliverAppended(from: start, device: nil, into: &effects)
+        deliverAppended(from: start, into: &effects)
         if let suspicion { suspected(suspicion, at: now, into: &effects) }
     }
 
@@ -134,7 +150,7 @@ extension AccessoryTracker {
         registry.now = recordedTime ?? now
         let start = effects.events.count
         let suspicion = registry.apply(event, isShown: { _ in shown }, into: &effects.events)
-        deliverAppended(from: start, device: device, into: &effects)
+        if let device { deliverAppended(from: start, device: device, into: &effects) } else { deliverAppended(from: start, into: &effects) }
         if let suspicion { suspected(suspicion, at: now, into: &effects) }
     }
 

@@ -192,7 +192,7 @@ public struct AccessoryTracker: Sendable {
         // Each case takes its payload; none binds the whole event, which would copy it.
         switch event {
         case .added(let d):
-            arrived(USBDeviceInfo(descriptor: d), portNow: nil, at: now, into: &effects)
+            added(d, at: now, into: &effects)
         case .removed(let r):
             left(r, at: now, into: &effects)
         case .snapshot(let truth):
@@ -253,18 +253,27 @@ public struct AccessoryTracker: Sendable {
     }
 
     /// ``deliver(_:device:into:)`` for the events the registry appended to `effects.events`
-    /// from `start` on, where they lie: keeps ``devices`` in step (`device`, when given, is
-    /// kept for the entry whose connection has its descriptor) and takes the hidden ones out.
-    /// No event is copied.
-    mutating func deliverAppended(from start: Int, device: USBDeviceInfo?, into effects: inout TrackerEffects) {
+    /// from `start` on, where they lie: keeps ``devices`` in step (`device` is kept for the
+    /// entry whose connection has its descriptor) and takes the hidden ones out. (A batch
+    /// connects no ID it disconnects, so the devices can be kept first.)
+    mutating func deliverAppended(from start: Int, device: USBDeviceInfo, into effects: inout TrackerEffects) {
+        if !device.isBareDescriptor {
+            for i in start..<effects.events.count where effects.events[i].connection.connected {
+                let accessory = effects.events[i].accessory
+                if device.descriptor == accessory.descriptor { devices[accessory.connectionID] = device }
+            }
+        }
+        deliverAppended(from: start, into: &effects)
+    }
+
+    /// ``deliverAppended(from:device:into:)`` with no device to keep (a removal, a bare
+    /// device): forgets what is kept of the connections that ended and takes the hidden
+    /// events out. No event is copied.
+    mutating func deliverAppended(from start: Int, into effects: inout TrackerEffects) {
         var i = start
         while i < effects.events.count {
             let (id, connected) = effects.events[i].connection
-            if connected {
-                if let device, device.descriptor == effects.events[i].accessory.descriptor, !device.isBareDescriptor {
-                    devices[id] = device
-                }
-            } else {
+            if !connected {
                 policy.forget(id)
                 if !devices.isEmpty { devices[id] = nil }
             }

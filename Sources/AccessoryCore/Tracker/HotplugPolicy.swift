@@ -193,13 +193,17 @@ package struct HotplugPolicy: Sendable {
     package static func absentEntries(
         _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], among scope: Set<ConnectionID>? = nil
     ) -> Set<ConnectionID> {
-        var live: [DeviceKey: AccessoryDescriptor] = [:]
-        for d in truth { if let key = d.key { live[key] = d } }
+        // Each key's last device in the truth, by its index (no descriptor copied).
+        var live: [DeviceKey: Int] = [:]
+        live.reserveCapacity(truth.count)
+        for i in truth.indices { if let key = truth[i].key { live[key] = i } }
         let entries = scope.map { $0.compactMap { registry[$0] } } ?? registry.accessories
-        return Set(entries.filter { entry in
-            guard let key = entry.descriptor.key, let d = live[key] else { return true }
-            return !d.isSameInstance(as: entry.descriptor)
-        }.map(\.connectionID))
+        var absent = Set<ConnectionID>()
+        for entry in entries {
+            let listed = entry.descriptor.key.flatMap { live[$0] }.map { truth[$0].isSameInstance(as: entry.descriptor) } ?? false
+            if !listed { absent.insert(entry.connectionID) }
+        }
+        return absent
     }
 
     /// The truth a reconcile compares the registry with when some entries wait: their own

@@ -54,7 +54,9 @@ public struct TracePlayback: Sendable {
     /// order: a replay of millions of records reuses one array.
     package mutating func apply(_ record: consuming TraceRecord, into events: inout [AccessoryEvent]) {
         if let time = record.time { self.time = time }
-        apply(record.event, into: &events)
+        var event = HotplugEvent.sleep
+        swap(&event, &record.event)  // moved out of the record, not copied (and the copy released)
+        apply(event, into: &events)
     }
 
     /// Applies one event, appending the notifications it caused to `events`.
