@@ -15,6 +15,13 @@ public enum AccessoryEvent: Hashable, Sendable {
     /// The connection ID of the accessory the event is about (without a copy of it).
     package var connectionID: ConnectionID { connection.id }
 
+    /// The descriptor of the accessory the event is about.
+    package var descriptor: AccessoryDescriptor {
+        switch self {
+        case .connected(let a), .disconnected(let a, _): return a.descriptor
+        }
+    }
+
     /// The connection ID of the accessory the event is about, and whether it connected.
     package var connection: (id: ConnectionID, connected: Bool) {
         switch self {

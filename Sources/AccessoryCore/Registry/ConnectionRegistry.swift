@@ -186,12 +186,7 @@ public struct ConnectionRegistry: Sendable {
             let shown = isShown(d)
             add(d, shown: shown, into: &events)
         case .removed(let r):
-            if !remove(r, into: &events) {
-                if tombstones.count == Self.maxTombstones { tombstones.removeFirst() }
-                tombstones.append(r)
-                isSuspect = true
-                return .unknownDevice(r)
-            }
+            return applyRemoval(r, into: &events)
         case .snapshot(let devices):
             events.append(contentsOf: Reconciler().reconcile(&self, against: devices, isShown: isShown).events)
         case .sleep:
@@ -204,6 +199,20 @@ public struct ConnectionRegistry: Sendable {
             return .overflow
         }
         return nil
+    }
+
+    /// ``apply(_:isShown:into:)`` of `.added(d)`, with no event made to carry `d`.
+    package mutating func applyAddition(_ d: consuming AccessoryDescriptor, shown: Bool, into events: inout [AccessoryEvent]) {
+        add(d, shown: shown, into: &events)
+    }
+
+    /// ``apply(_:isShown:into:)`` of `.removed(r)`, with no event made to carry `r`.
+    package mutating func applyRemoval(_ r: DeviceRemoval, into events: inout [AccessoryEvent]) -> Suspicion? {
+        if remove(r, into: &events) { return nil }
+        if tombstones.count == Self.maxTombstones { tombstones.removeFirst() }
+        tombstones.append(r)
+        isSuspect = true
+        return .unknownDevice(r)
     }
 
     private mutating func add(_ d: consuming AccessoryDescriptor, shown: Bool, into events: inout [AccessoryEvent]) {

@@ -67,7 +67,13 @@ extension AccessoryTracker {
         policy.arrived(d)
         let visible = policy.isVisible(d, isHub: false)
         schedule.touched(d.port, at: now)
-        apply(.added(d), recorded: visible, device: nil, shown: visible, at: now, into: &effects)
+        // What apply(_:recorded:device:shown:at:into:) does, with the descriptor handed to the
+        // registry as it is (an add raises no suspicion).
+        if visible { effects.recorded.append(.added(copy d)) }
+        registry.now = recordedTime ?? now
+        let start = effects.events.count
+        registry.applyAddition(d, shown: visible, into: &effects.events)
+        deliverAppended(from: start, into: &effects)
     }
 
     /// A device left.
@@ -119,12 +125,12 @@ extension AccessoryTracker {
         }
         registry.now = recordedTime ?? now
         let start = effects.events.count
-        let suspicion = registry.apply(.removed(removal), into: &effects.events)
+        let suspicion = registry.applyRemoval(removal, into: &effects.events)
         if let leaving {
             if effects.events.count > start, effects.events[start].connectionID == leaving {
                 // The removal took the entry that was there: that instance is gone, and the
                 // truth may list it a moment longer. (Its disconnect, read where it lies.)
-                let gone = effects.events[start].accessory.descriptor
+                let gone = effects.events[start].descriptor
                 if gone.port != port { schedule.touched(gone.port, at: now) }
                 policy.markGone(gone, at: now)
             } else if let stays = registry.port(of: leaving), stays != port {
