@@ -61,7 +61,12 @@ extension AccessoryTracker {
     ) -> TrackerEffects {
         var effects = TrackerEffects()
         var resolved = truth
-        for i in resolved.indices { resolveProtocols(&resolved[i]) }  // not `map(resolvingProtocols)`, which copies the tracker
+        // Without rules of the application's own, a device with no configuration gets no
+        // protocol: then the truth is taken as it is (not copied to be resolved in place).
+        let tableAddsNothing = configuration.protocolTable.rules.isEmpty && ProtocolTable.builtInRulesNeedInterfaces
+        if !tableAddsNothing || truth.contains(where: { $0.configuration != nil }) {
+            for i in resolved.indices { resolveProtocols(&resolved[i]) }  // not `map(resolvingProtocols)`, which copies the tracker
+        }
         let found = policy.withoutGone(resolved, at: now, descriptor: \USBDeviceInfo.descriptor)
         let descriptors = found.map(\.descriptor)
         let scope = plan.scope(truth: descriptors, in: registry)
@@ -84,7 +89,8 @@ extension AccessoryTracker {
             }, scope: scope)
         if isRecording { effects.recorded.append(.snapshot(found.filter { isShown($0) }.map(\.descriptor))) }
         // An operation's NO_DEVICE found it gone first: the ghost's evidence names it.
-        let events = report.events.map { event in
+        // (Only when some eviction has an operation: else the events are taken as they are.)
+        let events = !judgement.evict.values.contains(where: { $0 != nil }) ? report.events : report.events.map { event in
             if case .disconnected(let a, .ghostEvicted(.absentFromSnapshot)) = event, let operation = judgement.evict[a.connectionID] ?? nil {
                 return AccessoryEvent.disconnected(a, .ghostEvicted(.noDevice(operation: operation)))
             }
