@@ -255,9 +255,16 @@ public struct ConnectionRegistry: Sendable {
         } else {
             id = ports[PortKey(bus: r.bus, port: r.port!)]?.current
         }
-        guard let id, let i = entries.index(forKey: id), r.names(entries.values[i].descriptor) else { return false }
+        guard let id, let i = entries.index(forKey: id), Self.names(r, &entries.values[i]) else { return false }
         events.append(evict(at: i, reason: .unplugged))
         return true
+    }
+
+    /// Whether `r` names `entry`, read in place: `entries.values[i]` read by value copies the
+    /// whole entry (five strings retained and released) at every removal; an inout access
+    /// reads it where it lies. Nothing is changed.
+    private static func names(_ r: DeviceRemoval, _ entry: inout Accessory) -> Bool {
+        r.names(entry.descriptor)
     }
 
     /// Registers a new instance under a freshly minted ID (a hidden one when not `shown`).
