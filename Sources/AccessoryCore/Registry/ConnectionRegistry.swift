@@ -139,9 +139,6 @@ public struct ConnectionRegistry: Sendable {
         nextHiddenID != ConnectionID.hiddenBase && entries.keys.contains { $0.isHidden }
     }
 
-    /// Whether an entry has this ID (no copy of it is made).
-    package func contains(_ id: ConnectionID) -> Bool { entries.index(forKey: id) != nil }
-
     /// The ID of the entry at a bus and address, if any (no copy of the entry is made).
     package func connectionID(at key: DeviceKey) -> ConnectionID? {
         guard let id = byKey[key], entries.index(forKey: id) != nil else { return nil }
