@@ -11,6 +11,24 @@ public enum AccessoryEvent: Hashable, Sendable {
         case .connected(let a), .disconnected(let a, _): return a
         }
     }
+
+    /// The connection ID of the accessory the event is about (without a copy of it).
+    package var connectionID: ConnectionID { connection.id }
+
+    /// The descriptor of the accessory the event is about.
+    package var descriptor: AccessoryDescriptor {
+        switch self {
+        case .connected(let a), .disconnected(let a, _): return a.descriptor
+        }
+    }
+
+    /// The connection ID of the accessory the event is about, and whether it connected.
+    package var connection: (id: ConnectionID, connected: Bool) {
+        switch self {
+        case .connected(let a): return (a.connectionID, true)
+        case .disconnected(let a, _): return (a.connectionID, false)
+        }
+    }
 }
 
 extension AccessoryEvent: CustomStringConvertible {

@@ -17,6 +17,12 @@ package struct DeviceKey: Hashable, Sendable, CustomStringConvertible {
         hasher.combine(bus << 32 | address & 0xFFFF_FFFF)
     }
 
+    /// `Dictionary`'s and `Set`'s hash: the same integer, mixed by ``TableHash`` rather than
+    /// SipHash (the tracker marks and finds keys on every event).
+    package func _rawHashValue(seed: Int) -> Int {
+        TableHash.word(UInt64(UInt(bitPattern: bus << 32 | address & 0xFFFF_FFFF)), seed: seed)
+    }
+
     /// The instance's usbfs node, `/dev/bus/usb/BBB/DDD`.
     package var devicePath: String {
         func threeDigits(_ n: Int) -> String {

@@ -134,6 +134,23 @@ public struct ConnectionRegistry: Sendable {
     /// The entry with this ID, if registered.
     public subscript(id: ConnectionID) -> Accessory? { entries[id] }
 
+    /// Whether it holds a hidden entry (at once `false` while it never made one).
+    package var hasHiddenEntries: Bool {
+        nextHiddenID != ConnectionID.hiddenBase && entries.keys.contains { $0.isHidden }
+    }
+
+    /// The ID of the entry at a bus and address, if any (no copy of the entry is made).
+    package func connectionID(at key: DeviceKey) -> ConnectionID? {
+        guard let id = byKey[key], entries.index(forKey: id) != nil else { return nil }
+        return id
+    }
+
+    /// The port of the entry with this ID, if registered.
+    package func port(of id: ConnectionID) -> String? {
+        guard let i = entries.index(forKey: id) else { return nil }
+        return entries.values[i].descriptor.port
+    }
+
     /// The entry at a bus and address, if any.
     package func accessory(at key: DeviceKey) -> Accessory? {
         byKey[key].flatMap { entries[$0] }
@@ -166,12 +183,7 @@ public struct ConnectionRegistry: Sendable {
             let shown = isShown(d)
             add(d, shown: shown, into: &events)
         case .removed(let r):
-            if !remove(r, into: &events) {
-                if tombstones.count == Self.maxTombstones { tombstones.removeFirst() }
-                tombstones.append(r)
-                isSuspect = true
-                return .unknownDevice(r)
-            }
+            return applyRemoval(r, into: &events)
         case .snapshot(let devices):
             events.append(contentsOf: Reconciler().reconcile(&self, against: devices, isShown: isShown).events)
         case .sleep:
@@ -184,6 +196,20 @@ public struct ConnectionRegistry: Sendable {
             return .overflow
         }
         return nil
+    }
+
+    /// ``apply(_:isShown:into:)`` of `.added(d)`, with no event made to carry `d`.
+    package mutating func applyAddition(_ d: consuming AccessoryDescriptor, shown: Bool, into events: inout [AccessoryEvent]) {
+        add(d, shown: shown, into: &events)
+    }
+
+    /// ``apply(_:isShown:into:)`` of `.removed(r)`, with no event made to carry `r`.
+    package mutating func applyRemoval(_ r: DeviceRemoval, into events: inout [AccessoryEvent]) -> Suspicion? {
+        if remove(r, into: &events) { return nil }
+        if tombstones.count == Self.maxTombstones { tombstones.removeFirst() }
+        tombstones.append(r)
+        isSuspect = true
+        return .unknownDevice(r)
     }
 
     private mutating func add(_ d: consuming AccessoryDescriptor, shown: Bool, into events: inout [AccessoryEvent]) {
@@ -226,9 +252,16 @@ public struct ConnectionRegistry: Sendable {
         } else {
             id = ports[PortKey(bus: r.bus, port: r.port!)]?.current
         }
-        guard let id, let i = entries.index(forKey: id), r.names(entries.values[i].descriptor) else { return false }
+        guard let id, let i = entries.index(forKey: id), Self.names(r, &entries.values[i]) else { return false }
         events.append(evict(at: i, reason: .unplugged))
         return true
+    }
+
+    /// Whether `r` names `entry`, read in place: `entries.values[i]` read by value copies the
+    /// whole entry (five strings retained and released) at every removal; an inout access
+    /// reads it where it lies. Nothing is changed.
+    private static func names(_ r: DeviceRemoval, _ entry: inout Accessory) -> Bool {
+        r.names(entry.descriptor)
     }
 
     /// Registers a new instance under a freshly minted ID (a hidden one when not `shown`).

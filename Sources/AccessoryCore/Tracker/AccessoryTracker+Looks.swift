@@ -60,28 +60,45 @@ extension AccessoryTracker {
         _ truth: [USBDeviceInfo], for plan: ReconcilePlan, at now: Duration, noticesPending: Bool = false
     ) -> TrackerEffects {
         var effects = TrackerEffects()
-        let found = policy.withoutGone(truth.map(resolvingProtocols), at: now, descriptor: \USBDeviceInfo.descriptor)
+        var resolved = truth
+        // Without rules of the application's own, a device with no configuration gets no
+        // protocol: then the truth is taken as it is (not copied to be resolved in place).
+        let tableAddsNothing = configuration.protocolTable.rules.isEmpty && ProtocolTable.builtInRulesNeedInterfaces
+        if !tableAddsNothing || truth.contains(where: { $0.configuration != nil }) {
+            for i in resolved.indices { resolveProtocols(&resolved[i]) }  // not `map(resolvingProtocols)`, which copies the tracker
+        }
+        let found = policy.withoutGone(resolved, at: now, descriptor: \USBDeviceInfo.descriptor)
         let descriptors = found.map(\.descriptor)
         let scope = plan.scope(truth: descriptors, in: registry)
-        var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
-        for info in found { infos[info.descriptor] = info }
         let judgement = policy.judge(
             registry, truth: descriptors, at: now, patient: plan.isPatient, scope: scope, noticesPending: noticesPending)
+        // A look that says no more of any device than its descriptor (a trace's snapshot) and
+        // keeps no entry waiting needs no map from descriptor to device: then every device the
+        // reconcile may admit is one of `found`, shown by its descriptor alone (none is a
+        // hub), and none is kept in ``devices``.
+        let bare = found.allSatisfy(\.isBareDescriptor)
+        let indexed = !bare || !judgement.waiting.isEmpty
+        var infos: [AccessoryDescriptor: USBDeviceInfo] = [:]
+        if indexed { for info in found { infos[info.descriptor] = info } }
         registry.now = recordedTime ?? now
         let policy = self.policy
         let report = Reconciler().reconcile(
             &registry, against: HotplugPolicy.truth(descriptors, keeping: judgement.waiting, of: registry),
-            isShown: { d in infos[d].map { policy.isVisible($0.descriptor, isHub: $0.isHub) } ?? true }, scope: scope)
+            isShown: { d in
+                indexed ? infos[d].map { policy.isVisible($0.descriptor, isHub: $0.isHub) } ?? true : policy.isVisible(d, isHub: false)
+            }, scope: scope)
         if isRecording { effects.recorded.append(.snapshot(found.filter { isShown($0) }.map(\.descriptor))) }
         // An operation's NO_DEVICE found it gone first: the ghost's evidence names it.
-        let events = report.events.map { event in
+        // (Only when some eviction has an operation: else the events are taken as they are.)
+        let events = !judgement.evict.values.contains(where: { $0 != nil }) ? report.events : report.events.map { event in
             if case .disconnected(let a, .ghostEvicted(.absentFromSnapshot)) = event, let operation = judgement.evict[a.connectionID] ?? nil {
                 return AccessoryEvent.disconnected(a, .ghostEvicted(.noDevice(operation: operation)))
             }
             return event
         }
         deliver(events, devices: infos, into: &effects)
-        refreshKept(scope: scope, found: found, into: &effects)
+        // Bare devices refresh nothing, unless a hidden entry may now be shown.
+        if !bare || !devices.isEmpty || registry.hasHiddenEntries { refreshKept(scope: scope, found: found, into: &effects) }
         effects.kept = report.kept
         for (id, operation) in judgement.falseAlarms { effects.falseAlarms.append((id, operation)) }
         if let at = judgement.lookAgainAt { schedule.receive(.confirm(at: at), at: now) }

@@ -18,18 +18,23 @@ extension AccessoryTracker {
         return effects
     }
 
-    /// ``arrived(_:portNow:at:)``, appending its effects to `effects`.
-    mutating func arrived(_ device: USBDeviceInfo, portNow: USBDeviceInfo?, at now: Duration, into effects: inout TrackerEffects) {
-        let notice = device.descriptor
-        let verdict = HotplugPolicy.judge(arrival: notice, livePort: portNow?.descriptor)
+    /// ``arrived(_:portNow:at:)``, appending its effects to `effects`. The notice is consumed:
+    /// its device becomes the entry's without a copy.
+    mutating func arrived(_ device: consuming USBDeviceInfo, portNow: USBDeviceInfo?, at now: Duration, into effects: inout TrackerEffects) {
+        let verdict = HotplugPolicy.judge(arrival: device.descriptor, livePort: portNow?.descriptor)
+        // Of the notice itself only its port and address are needed from here on.
+        let noticePort = device.descriptor.port
+        let noticeAddress = device.descriptor.address
         let fromTruth = verdict == .live
-        let info = resolvingProtocols(fromTruth ? portNow! : device)
-        let address = notice.address.map(String.init) ?? "?"
+        var info: USBDeviceInfo
+        if fromTruth { info = portNow! } else { info = consume device }
+        resolveProtocols(&info)
         if verdict == .stale {
             // Applying the add would evict the live instance as replaced. Its LEFT follows;
-            // the recording still gets it.
-            effects.notes.append("hotplug: arrival of \(notice.port) address \(address) is stale; a newer instance holds the port")
-            policy.skipped(notice)
+            // the recording still gets it. (`info` is the notice here, protocols aside.)
+            effects.notes.append(
+                "hotplug: arrival of \(noticePort) address \(noticeAddress.map(String.init) ?? "?") is stale; a newer instance holds the port")
+            policy.skipped(info.descriptor)
             if isShown(info) { effects.recorded.append(.added(info.descriptor)) }
         } else {
             policy.arrived(info.descriptor)
@@ -38,11 +43,37 @@ extension AccessoryTracker {
             // identity is its serial and not its port (storms).
             let serialPending = !fromTruth && info.descriptor.serial == nil && (info.deviceDescriptor?.serialNumberIndex ?? 0) != 0
             if serialPending {
-                effects.notes.append("hotplug: \(notice.port) address \(address) arrived without its serial; announcing it once the truth has it")
+                effects.notes.append(
+                    "hotplug: \(noticePort) address \(noticeAddress.map(String.init) ?? "?") arrived without its serial; announcing it once the truth has it")
             }
-            apply(.added(info.descriptor), device: info, shown: !serialPending && isShown(info), at: now, into: &effects)
+            let visible = isShown(info)
+            // Only a device that says more than its descriptor is kept in ``devices``.
+            let kept: USBDeviceInfo? = info.isBareDescriptor ? nil : info
+            apply(.added(info.descriptor), recorded: visible, device: kept, shown: !serialPending && visible, at: now, into: &effects)
         }
-        schedule.touched(notice.port, at: now)
+        schedule.touched(noticePort, at: now)
+    }
+
+    /// An add as a trace records it: a descriptor only, with no look at its port. It does what
+    /// ``arrived(_:portNow:at:into:)`` does with `USBDeviceInfo(descriptor: d)` and no
+    /// `portNow` (an unconfirmed arrival, no serial pending, not a hub), without making the
+    /// device: a bare device matches none of the built-in rules (they need its interfaces),
+    /// so unless the application has rules of its own its protocols stay as they are.
+    mutating func added(_ d: consuming AccessoryDescriptor, at now: Duration, into effects: inout TrackerEffects) {
+        guard configuration.protocolTable.rules.isEmpty, ProtocolTable.builtInRulesNeedInterfaces else {
+            arrived(USBDeviceInfo(descriptor: d), portNow: nil, at: now, into: &effects)
+            return
+        }
+        policy.arrived(d)
+        let visible = policy.isVisible(d, isHub: false)
+        schedule.touched(d.port, at: now)
+        // What apply(_:recorded:device:shown:at:into:) does, with the descriptor handed to the
+        // registry as it is (an add raises no suspicion).
+        if visible { effects.recorded.append(.added(copy d)) }
+        registry.now = recordedTime ?? now
+        let start = effects.events.count
+        registry.applyAddition(d, shown: visible, into: &effects.events)
+        deliverAppended(from: start, into: &effects)
     }
 
     /// A device left.
@@ -65,48 +96,74 @@ extension AccessoryTracker {
 
     /// A removal as a trace records it (it may lack the port or the address).
     mutating func left(_ removal: DeviceRemoval, at now: Duration, into effects: inout TrackerEffects) {
-        let descriptor = AccessoryDescriptor(bus: removal.bus, address: removal.address, port: removal.port ?? "")
-        left(removal, descriptor: descriptor, at: now, into: &effects)
+        let key = removal.address.map { DeviceKey(bus: removal.bus, address: $0) }
+        left(removal, key: key, port: removal.port ?? "", at: now, into: &effects)
     }
 
     /// A removal, exactly what to remove (a simulated host may know it better than the
     /// notice's descriptor says), of the device `device` the notice names.
     package mutating func left(_ removal: DeviceRemoval, descriptor device: AccessoryDescriptor, at now: Duration) -> TrackerEffects {
         var effects = TrackerEffects()
-        left(removal, descriptor: device, at: now, into: &effects)
+        left(removal, key: device.key, port: device.port, at: now, into: &effects)
         return effects
     }
 
+    /// A removal of the device the notice names by `key` (its bus and address, if given) and
+    /// `port` (empty if not given).
     private mutating func left(
-        _ removal: DeviceRemoval, descriptor device: AccessoryDescriptor, at now: Duration, into effects: inout TrackerEffects
+        _ removal: DeviceRemoval, key: DeviceKey?, port: String, at now: Duration, into effects: inout TrackerEffects
     ) {
-        let leaving = device.key.flatMap { registry.accessory(at: $0) }
+        let leaving = key.flatMap { registry.connectionID(at: $0) }
         policy.heardLeft(at: now)
-        if leaving == nil, policy.isLeftOfSkippedArrival(device) {
+        if !port.isEmpty { schedule.touched(port, at: now) }
+        effects.recorded.append(.removed(removal))
+        if leaving == nil, let key, policy.isLeftOfSkippedArrival(key) {
             // The registry never held it: nothing to remove, no tombstone (which would drop
             // the next instance given this address) and nothing to suspect (in a farm's storm,
             // a full scan each). The recording still gets it.
-            effects.recorded.append(.removed(removal))
-        } else {
-            apply(.removed(removal), device: nil, shown: true, at: now, into: &effects)
+            return
         }
-        if let leaving, registry[leaving.connectionID] == nil { policy.markGone(leaving.descriptor, at: now) }
-        if !device.port.isEmpty { schedule.touched(device.port, at: now) }
-        if let leaving, leaving.descriptor.port != device.port { schedule.touched(leaving.descriptor.port, at: now) }
+        registry.now = recordedTime ?? now
+        let start = effects.events.count
+        let suspicion = registry.applyRemoval(removal, into: &effects.events)
+        if let leaving {
+            if effects.events.count > start, effects.events[start].connectionID == leaving {
+                // The removal took the entry that was there: that instance is gone, and the
+                // truth may list it a moment longer. (Its disconnect, read where it lies.)
+                let gone = effects.events[start].descriptor
+                if gone.port != port { schedule.touched(gone.port, at: now) }
+                policy.markGone(gone, at: now)
+            } else if let stays = registry.port(of: leaving), stays != port {
+                schedule.touched(stays, at: now)
+            }
+        }
+        deliverAppended(from: start, into: &effects)
+        if let suspicion { suspected(suspicion, at: now, into: &effects) }
     }
 
-    /// Applies an add or a removal to the registry. The recording gets it unless it adds a
-    /// device that is not shown.
+    /// Applies an add to the registry, its notifications appended to `effects` in place (no
+    /// array per event).
+    /// - Parameters:
+    ///   - recorded: whether the recording gets `event` (not for a device that is not shown).
+    ///   - device: what the OS says of an added device, when it says more than its
+    ///     descriptor: kept in ``devices`` for the entry it connects.
+    ///   - shown: whether an added device is shown.
     private mutating func apply(
-        _ event: HotplugEvent, device: USBDeviceInfo?, shown: Bool, at now: Duration, into effects: inout TrackerEffects
+        _ event: consuming HotplugEvent, recorded: Bool, device: USBDeviceInfo?, shown: Bool, at now: Duration,
+        into effects: inout TrackerEffects
     ) {
-        if device.map({ isShown($0) }) ?? true { effects.recorded.append(event) }  // not `map(isShown)`, which copies the whole tracker
+        if recorded { effects.recorded.append(copy event) }
         registry.now = recordedTime ?? now
-        let update = registry.apply(event, isShown: { _ in shown })
-        deliver(update.events, device: { d in device.flatMap { $0.descriptor == d ? $0 : nil } }, into: &effects)
-        if let suspicion = update.suspicion {
-            effects.notes.append("registry suspects it is out of step (\(suspicion)); reconciling")
-            schedule.receive(.suspicion, at: now)
-        }
+        let start = effects.events.count
+        let suspicion = registry.apply(event, isShown: { _ in shown }, into: &effects.events)
+        if let device { deliverAppended(from: start, device: device, into: &effects) } else { deliverAppended(from: start, into: &effects) }
+        if let suspicion { suspected(suspicion, at: now, into: &effects) }
+    }
+
+    /// The registry suspects it is out of step: reconcile after the debounce, reading
+    /// everything.
+    private mutating func suspected(_ suspicion: ConnectionRegistry.Suspicion, at now: Duration, into effects: inout TrackerEffects) {
+        effects.notes.append("registry suspects it is out of step (\(suspicion)); reconciling")
+        schedule.receive(.suspicion, at: now)
     }
 }

@@ -189,15 +189,16 @@ public struct AccessoryTracker: Sendable {
     /// ``apply(_:at:)``, appending its effects to `effects` (a replay of millions of records
     /// reuses one).
     package mutating func apply(_ event: consuming HotplugEvent, at now: Duration, into effects: inout TrackerEffects) {
-        switch consume event {
+        // Each case takes its payload; none binds the whole event, which would copy it.
+        switch event {
         case .added(let d):
-            arrived(USBDeviceInfo(descriptor: d), portNow: nil, at: now, into: &effects)
+            added(d, at: now, into: &effects)
         case .removed(let r):
             left(r, at: now, into: &effects)
         case .snapshot(let truth):
             effects.append(snapshot(truth.map { USBDeviceInfo(descriptor: $0) }, at: now))
-        case let event:
-            effects.recorded.append(event)
+        case .sleep, .wake, .overflow:
+            effects.recorded.append(copy event)
             registry.now = recordedTime ?? now
             var events: [AccessoryEvent] = []
             if registry.apply(event, into: &events) != nil { schedule.receive(.suspicion, at: now) }
@@ -251,18 +252,51 @@ public struct AccessoryTracker: Sendable {
         }
     }
 
+    /// ``deliver(_:device:into:)`` for the events the registry appended to `effects.events`
+    /// from `start` on, where they lie: keeps ``devices`` in step (`device` is kept for the
+    /// entry whose connection has its descriptor) and takes the hidden ones out. (A batch
+    /// connects no ID it disconnects, so the devices can be kept first.)
+    mutating func deliverAppended(from start: Int, device: USBDeviceInfo, into effects: inout TrackerEffects) {
+        if !device.isBareDescriptor {
+            for i in start..<effects.events.count where effects.events[i].connection.connected {
+                let accessory = effects.events[i].accessory
+                if device.descriptor == accessory.descriptor { devices[accessory.connectionID] = device }
+            }
+        }
+        deliverAppended(from: start, into: &effects)
+    }
+
+    /// ``deliverAppended(from:device:into:)`` with no device to keep (a removal, a bare
+    /// device): forgets what is kept of the connections that ended and takes the hidden
+    /// events out. No event is copied.
+    mutating func deliverAppended(from start: Int, into effects: inout TrackerEffects) {
+        var i = start
+        while i < effects.events.count {
+            let (id, connected) = effects.events[i].connection
+            if !connected {
+                policy.forget(id)
+                if !devices.isEmpty { devices[id] = nil }
+            }
+            if id.isHidden { effects.events.remove(at: i) } else { i += 1 }
+        }
+    }
+
     /// The protocols a device speaks, by the table, set on its descriptor: from its
     /// configuration where known, else what it already says plus the rules that match it.
     func resolvingProtocols(_ device: USBDeviceInfo) -> USBDeviceInfo {
         var device = device
-        let table = configuration.protocolTable
+        resolveProtocols(&device)
+        return device
+    }
+
+    /// ``resolvingProtocols(_:)`` in place (a device is large: no copy of it per arrival).
+    func resolveProtocols(_ device: inout USBDeviceInfo) {
         if device.configuration != nil {
-            device.descriptor.protocols = table.protocols(for: device)
-        } else if let matched = table.protocols(for: device), !matched.isEmpty {
+            device.descriptor.protocols = configuration.protocolTable.protocols(for: device)
+        } else if let matched = configuration.protocolTable.protocols(for: device), !matched.isEmpty {
             var names = device.descriptor.protocols ?? []
             for name in matched where !names.contains(name) { names.append(name) }
             device.descriptor.protocols = names
         }
-        return device
     }
 }

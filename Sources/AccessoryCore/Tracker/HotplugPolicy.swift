@@ -81,15 +81,16 @@ package struct HotplugPolicy: Sendable {
     /// awaited there.
     package mutating func arrived(_ descriptor: AccessoryDescriptor) {
         guard let key = descriptor.key else { return }
-        deadInstances[key] = nil
+        if !deadInstances.isEmpty { deadInstances[key] = nil }
         if !skippedArrivals.isEmpty { skippedArrivals.remove(key) }
     }
 
     /// Forgets every mark and every wait: the truth at hand is authoritative (a trace's
     /// snapshot).
     package mutating func forgetGone() {
-        deadInstances.removeAll()
-        absentSince.removeAll()
+        // Keeping the capacity: the marks come back at every LEFT event after this.
+        deadInstances.removeAll(keepingCapacity: true)
+        absentSince.removeAll(keepingCapacity: true)
     }
 
     /// `devices` without the instances known gone. A mark the truth no longer lists, or older
@@ -121,8 +122,8 @@ package struct HotplugPolicy: Sendable {
 
     /// Forgets what is kept about an entry that has left the registry.
     package mutating func forget(_ id: ConnectionID) {
-        absentSince[id] = nil
-        suspects[id] = nil
+        if !absentSince.isEmpty { absentSince[id] = nil }
+        if !suspects.isEmpty { suspects[id] = nil }
     }
 
     // MARK: Judging a look
@@ -192,13 +193,17 @@ package struct HotplugPolicy: Sendable {
     package static func absentEntries(
         _ registry: ConnectionRegistry, truth: [AccessoryDescriptor], among scope: Set<ConnectionID>? = nil
     ) -> Set<ConnectionID> {
-        var live: [DeviceKey: AccessoryDescriptor] = [:]
-        for d in truth { if let key = d.key { live[key] = d } }
+        // Each key's last device in the truth, by its index (no descriptor copied).
+        var live: [DeviceKey: Int] = [:]
+        live.reserveCapacity(truth.count)
+        for i in truth.indices { if let key = truth[i].key { live[key] = i } }
         let entries = scope.map { $0.compactMap { registry[$0] } } ?? registry.accessories
-        return Set(entries.filter { entry in
-            guard let key = entry.descriptor.key, let d = live[key] else { return true }
-            return !d.isSameInstance(as: entry.descriptor)
-        }.map(\.connectionID))
+        var absent = Set<ConnectionID>()
+        for entry in entries {
+            let listed = entry.descriptor.key.flatMap { live[$0] }.map { truth[$0].isSameInstance(as: entry.descriptor) } ?? false
+            if !listed { absent.insert(entry.connectionID) }
+        }
+        return absent
     }
 
     /// The truth a reconcile compares the registry with when some entries wait: their own
@@ -242,7 +247,13 @@ package struct HotplugPolicy: Sendable {
     /// reordering behind (that would drop the next instance given the address), and is no
     /// sign that the registry is out of step.
     package mutating func isLeftOfSkippedArrival(_ left: AccessoryDescriptor) -> Bool {
-        guard !skippedArrivals.isEmpty, let key = left.key else { return false }
+        guard let key = left.key else { return false }
+        return isLeftOfSkippedArrival(key)
+    }
+
+    /// ``isLeftOfSkippedArrival(_:)`` for the LEFT event's bus and address.
+    package mutating func isLeftOfSkippedArrival(_ key: DeviceKey) -> Bool {
+        guard !skippedArrivals.isEmpty else { return false }
         return skippedArrivals.remove(key) != nil
     }
 

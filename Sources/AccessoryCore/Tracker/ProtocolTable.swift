@@ -13,6 +13,13 @@ public struct ProtocolTable: Sendable, Hashable {
 
     private var allRules: [ProtocolRule] { rules + Self.builtInRules }
 
+    /// Whether a device known only by its descriptor (no configuration) matches none of the
+    /// built-in rules: they all match on interfaces. A table without rules of its own then
+    /// adds no protocol to such a device.
+    package static let builtInRulesNeedInterfaces = builtInRules.allSatisfy {
+        if case .device = $0.match { false } else { true }
+    }
+
     /// A table with `rules` (none by default: interface strings and built-in rules only).
     public init(rules: [ProtocolRule] = []) {
         self.rules = rules

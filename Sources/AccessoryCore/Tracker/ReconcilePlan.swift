@@ -23,15 +23,16 @@ public struct ReconcilePlan: Sendable, Equatable {
     /// periodic, wake, confirming, initial and suspicious looks read everything, as does any
     /// look without hotplug or while the monitor is tapped (its raw truth is recorded).
     /// - Parameters:
-    ///   - touchedPorts: the ports hotplug events named since the last reconcile.
+    ///   - touchedPorts: the ports hotplug events named since the last reconcile (read only
+    ///     for a look at some ports).
     ///   - needsFullScan: something may have changed that no event named.
     package init(
-        trigger: ReconcileTrigger, touchedPorts: Set<String>, needsFullScan: Bool, isHotplugAvailable: Bool,
+        trigger: ReconcileTrigger, touchedPorts: @autoclosure () -> Set<String>, needsFullScan: Bool, isHotplugAvailable: Bool,
         isMonitorTapped: Bool
     ) {
         self.trigger = trigger
         let partial = trigger == .debounced && !needsFullScan && isHotplugAvailable && !isMonitorTapped
-        look = partial ? .ports(touchedPorts.sorted()) : .everything
+        look = partial ? .ports(touchedPorts().sorted()) : .everything
         switch trigger {
         case .debounced, .periodic, .confirm, .noDevice: isPatient = isHotplugAvailable
         case .initial, .wake, .refresh, .snapshot: isPatient = false

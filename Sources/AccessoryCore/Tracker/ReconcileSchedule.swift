@@ -32,7 +32,17 @@ package struct ReconcileSchedule: Sendable {
     /// When the periodic tick falls due.
     package private(set) var nextTick: Duration
     /// The ports hotplug events named since the last reconcile.
-    package private(set) var touchedPorts: Set<String> = []
+    package var touchedPorts: Set<String> { Set(touchedNames.lazy.map(\.name)) }
+    /// ``touchedPorts``, each hashed by its bytes (``TableHash``) rather than SipHash: a
+    /// port is added at every hotplug event.
+    private var touchedNames: Set<PortName> = []
+
+    /// A port chain, as a set element with a cheap hash.
+    private struct PortName: Hashable, Sendable {
+        var name: String
+
+        func _rawHashValue(seed: Int) -> Int { TableHash.word(0, name, seed: seed) }
+    }
     /// Whether the next reconcile must read everything.
     package private(set) var needsFullScan = false
     private let interval: Duration
@@ -52,7 +62,7 @@ package struct ReconcileSchedule: Sendable {
     package mutating func receive(_ event: Event, at now: Duration) {
         switch event {
         case .hotplug(let ports):
-            touchedPorts.formUnion(ports)
+            for port in ports { touchedNames.insert(PortName(name: port)) }
             request(.debounced, at: now + debounce, now: now)
         case .suspicion:
             needsFullScan = true
@@ -67,7 +77,7 @@ package struct ReconcileSchedule: Sendable {
     /// A hotplug event named `port`: ``receive(_:at:)`` with `.hotplug(ports: [port])`, with
     /// no array.
     package mutating func touched(_ port: String, at now: Duration) {
-        touchedPorts.insert(port)
+        touchedNames.insert(PortName(name: port))
         request(.debounced, at: now + debounce, now: now)
     }
 
@@ -90,7 +100,7 @@ package struct ReconcileSchedule: Sendable {
     /// A reconcile planned from ``touchedPorts`` and ``needsFullScan`` begins: the touched
     /// ports are its to read, and a full scan is no longer needed once it reads everything.
     package mutating func reconcileBegan(readingEverything: Bool) {
-        touchedPorts.removeAll()
+        touchedNames.removeAll(keepingCapacity: true)  // the next events name as many ports again
         if readingEverything { needsFullScan = false }
     }
 

@@ -54,7 +54,9 @@ public struct TracePlayback: Sendable {
     /// order: a replay of millions of records reuses one array.
     package mutating func apply(_ record: consuming TraceRecord, into events: inout [AccessoryEvent]) {
         if let time = record.time { self.time = time }
-        apply(record.event, into: &events)
+        var event = HotplugEvent.sleep
+        swap(&event, &record.event)  // moved out of the record, not copied (and the copy released)
+        apply(event, into: &events)
     }
 
     /// Applies one event, appending the notifications it caused to `events`.
@@ -68,10 +70,27 @@ public struct TracePlayback: Sendable {
             changedSinceSnapshot = true
         }
         tracker.apply(event, at: time, into: &effects)
-        events.append(contentsOf: effects.events)
-        effects.events.removeAll(keepingCapacity: true)
-        effects.recorded.removeAll(keepingCapacity: true)
-        if !effects.notes.isEmpty { effects.notes.removeAll(keepingCapacity: true) }
+        if events.isEmpty {
+            // The usual case: hand the array over instead of copying every event into `events`
+            // (the two swap buffers, each keeping its capacity).
+            swap(&events, &effects.events)
+        } else {
+            events.append(contentsOf: effects.events)
+        }
+        Self.clear(&effects.events)
+        Self.clear(&effects.recorded)
+        Self.clear(&effects.notes)
+    }
+
+    /// Empties `array`, keeping its capacity. A record leaves one element or none, and
+    /// `removeLast()` is cheaper than `removeAll(keepingCapacity:)`'s general replacement.
+    @inline(__always)
+    private static func clear<Element>(_ array: inout [Element]) {
+        if array.count == 1 {
+            array.removeLast()
+        } else if !array.isEmpty {
+            array.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Ends the trace: if events came after the last snapshot, reconciles the registry
