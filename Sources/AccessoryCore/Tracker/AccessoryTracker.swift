@@ -291,9 +291,10 @@ public struct AccessoryTracker: Sendable {
 
     /// ``resolvingProtocols(_:)`` in place (a device is large: no copy of it per arrival).
     func resolveProtocols(_ device: inout USBDeviceInfo) {
+        let table = configuration.protocolTable
         if device.configuration != nil {
-            device.descriptor.protocols = configuration.protocolTable.protocols(for: device)
-        } else if let matched = configuration.protocolTable.protocols(for: device), !matched.isEmpty {
+            device.descriptor.protocols = table.protocols(for: device)
+        } else if let matched = table.protocols(for: device), !matched.isEmpty {
             var names = device.descriptor.protocols ?? []
             for name in matched where !names.contains(name) { names.append(name) }
             device.descriptor.protocols = names
