@@ -55,6 +55,30 @@ struct TrackerTests {
         return all
     }
 
+    @Test("Without recordsNotices (a playback's tracker) the same inputs give the same notifications and links, and record nothing")
+    func notRecordingNotices() throws {
+        let inputs: [HotplugEvent] = [
+            .added(Self.d(5)), .added(Self.d(6, port: "1-2", serial: nil)), .sleep, .wake, .overflow,
+            .removed(DeviceRemoval(bus: 1, address: 5, port: "1-1")), .removed(DeviceRemoval(bus: 1, address: 9, port: "1-3")),
+            .added(Self.d(7)),
+        ]
+        var recording = AccessoryTracker(at: .zero)
+        var quiet = AccessoryTracker(at: .zero)
+        quiet.recordsNotices = false
+        var recorded: [HotplugEvent] = []
+        for (i, input) in inputs.enumerated() {
+            var a = TrackerEffects(), b = TrackerEffects()
+            recording.apply(input, at: Self.ms(i), into: &a)
+            quiet.apply(input, at: Self.ms(i), into: &b)
+            #expect(a.events == b.events, "input \(i)")
+            #expect(b.recorded.isEmpty, "input \(i)")
+            recorded += a.recorded
+        }
+        #expect(recorded.count == inputs.count, "the recording tracker records every input: \(recorded)")
+        #expect(recording.accessories == quiet.accessories)
+        #expect(quiet.accessories.last?.previousConnectionID == ConnectionID(rawValue: 1))
+    }
+
     @Test("An arrival the port's look confirms is connected with the look's fuller view; the ports it names are looked at after the debounce")
     func liveArrival() throws {
         var tracker = AccessoryTracker(at: .zero)

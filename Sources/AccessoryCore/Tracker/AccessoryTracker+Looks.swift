@@ -24,7 +24,7 @@ extension AccessoryTracker {
                 // The wake look that follows reads everything: no other look is asked for.
                 _ = registry.apply(.sleep)
                 _ = registry.apply(.wake)
-                effects.recorded += [.sleep, .wake]
+                if recordsNotices { effects.recorded += [.sleep, .wake] }
                 effects.look = beginLook(.wake)
             } else {
                 effects.look = beginLook(.periodic)

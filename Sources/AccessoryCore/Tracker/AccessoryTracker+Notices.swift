@@ -35,7 +35,7 @@ extension AccessoryTracker {
             effects.notes.append(
                 "hotplug: arrival of \(noticePort) address \(noticeAddress.map(String.init) ?? "?") is stale; a newer instance holds the port")
             policy.skipped(info.descriptor)
-            if isShown(info) { effects.recorded.append(.added(info.descriptor)) }
+            if recordsNotices, isShown(info) { effects.recorded.append(.added(info.descriptor)) }
         } else {
             policy.arrived(info.descriptor)
             // A serial the device has (its descriptor names one) but that the truth could not
@@ -49,7 +49,7 @@ extension AccessoryTracker {
             let visible = isShown(info)
             // Only a device that says more than its descriptor is kept in ``devices``.
             let kept: USBDeviceInfo? = info.isBareDescriptor ? nil : info
-            apply(.added(info.descriptor), recorded: visible, device: kept, shown: !serialPending && visible, at: now, into: &effects)
+            apply(.added(info.descriptor), recorded: recordsNotices && visible, device: kept, shown: !serialPending && visible, at: now, into: &effects)
         }
         schedule.touched(noticePort, at: now)
     }
@@ -69,7 +69,7 @@ extension AccessoryTracker {
         schedule.touched(d.port, at: now)
         // What apply(_:recorded:device:shown:at:into:) does, with the descriptor handed to the
         // registry as it is (an add raises no suspicion).
-        if visible { effects.recorded.append(.added(copy d)) }
+        if recordsNotices, visible { effects.recorded.append(.added(copy d)) }
         registry.now = recordedTime ?? now
         let start = effects.events.count
         registry.applyAddition(d, shown: visible, into: &effects.events)
@@ -116,7 +116,7 @@ extension AccessoryTracker {
         let leaving = key.flatMap { registry.connectionID(at: $0) }
         policy.heardLeft(at: now)
         if !port.isEmpty { schedule.touched(port, at: now) }
-        effects.recorded.append(.removed(removal))
+        if recordsNotices { effects.recorded.append(.removed(removal)) }
         if leaving == nil, let key, policy.isLeftOfSkippedArrival(key) {
             // The registry never held it: nothing to remove, no tombstone (which would drop
             // the next instance given this address) and nothing to suspect (in a farm's storm,

@@ -69,6 +69,10 @@ public struct AccessoryTracker: Sendable {
     /// Whether a recording of the monitor's view is being made: every look then reads
     /// everything and ``TrackerEffects/recorded`` gets its snapshot.
     public var isRecording = false
+    /// Whether adds, removals, sleeps, wakes and overflows go to ``TrackerEffects/recorded``
+    /// (always, for a driver that may record; a trace's playback, which keeps no recording,
+    /// turns it off and copies no event for it).
+    package var recordsNotices = true
     /// A replayed trace's time (its records' `t`): while set, new connections are linked to
     /// the ones that ended by it instead of by the input's time.
     package var recordedTime: Duration?
@@ -198,7 +202,7 @@ public struct AccessoryTracker: Sendable {
         case .snapshot(let truth):
             effects.append(snapshot(truth.map { USBDeviceInfo(descriptor: $0) }, at: now))
         case .sleep, .wake, .overflow:
-            effects.recorded.append(copy event)
+            if recordsNotices { effects.recorded.append(copy event) }
             registry.now = recordedTime ?? now
             var events: [AccessoryEvent] = []
             if registry.apply(event, into: &events) != nil { schedule.receive(.suspicion, at: now) }

@@ -34,6 +34,7 @@ public struct TracePlayback: Sendable {
     /// A playback that starts from `registry` (empty by default).
     public init(registry: ConnectionRegistry = ConnectionRegistry()) {
         tracker = AccessoryTracker(registry: registry, at: .zero)
+        tracker.recordsNotices = false  // nothing here keeps a recording
     }
 
     /// Applies one record and returns the notifications it caused, in delivery order.
