@@ -79,6 +79,33 @@ struct TrackerTests {
         #expect(quiet.accessories.last?.previousConnectionID == ConnectionID(rawValue: 1))
     }
 
+    @Test("With looksAreAuthoritative (a playback's tracker) generated traces with faults give the same notifications, and notices leave no marks or ports for looks", arguments: [1, 2, 3, 4] as [UInt64])
+    func authoritativeLooks(seed: UInt64) throws {
+        let generated = TraceGenerator(.init(seed: seed, events: 3000, devices: 12, buses: 2, snapshotInterval: 150))
+        var injector = FaultInjector(try .init(parsing: "drop=0.1,dup=0.1,reorder=0.2,wrap"), seed: seed)
+        var records: [TraceRecord] = []
+        for record in generated { injector.push(record) { records.append($0) } }
+        injector.finish { records.append($0) }
+        var full = AccessoryTracker(at: .zero)
+        var playback = AccessoryTracker(at: .zero)
+        playback.looksAreAuthoritative = true
+        var notifications = 0
+        for (i, record) in records.enumerated() {
+            let now = record.time ?? .zero
+            let a = full.apply(record.event, at: now), b = playback.apply(record.event, at: now)
+            #expect(a.events == b.events, "record \(i): \(record.event)")
+            notifications += a.events.count
+            if case .removed = record.event { #expect(playback.schedule.touchedPorts.isEmpty && !playback.policy.hasGoneMarks) }
+        }
+        #expect(full.accessories == playback.accessories)
+        #expect(notifications > 1000, "the trace must exercise the tracker: \(notifications) notifications")
+        // The full tracker keeps them for its next look: the flag is what spares them.
+        var marked = AccessoryTracker(at: .zero)
+        _ = marked.apply(.added(Self.d(5)), at: Self.ms(1))
+        _ = marked.apply(.removed(DeviceRemoval(bus: 1, address: 5, port: "1-1")), at: Self.ms(2))
+        #expect(marked.schedule.touchedPorts == ["1-1"] && marked.policy.hasGoneMarks)
+    }
+
     @Test("An arrival the port's look confirms is connected with the look's fuller view; the ports it names are looked at after the debounce")
     func liveArrival() throws {
         var tracker = AccessoryTracker(at: .zero)

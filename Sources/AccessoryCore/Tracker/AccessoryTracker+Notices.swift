@@ -51,7 +51,7 @@ extension AccessoryTracker {
             let kept: USBDeviceInfo? = info.isBareDescriptor ? nil : info
             apply(.added(info.descriptor), recorded: recordsNotices && visible, device: kept, shown: !serialPending && visible, at: now, into: &effects)
         }
-        schedule.touched(noticePort, at: now)
+        if !looksAreAuthoritative { schedule.touched(noticePort, at: now) }
     }
 
     /// An add as a trace records it: a descriptor only, with no look at its port. It does what
@@ -66,7 +66,7 @@ extension AccessoryTracker {
         }
         policy.arrived(d)
         let visible = policy.isVisible(d, isHub: false)
-        schedule.touched(d.port, at: now)
+        if !looksAreAuthoritative { schedule.touched(d.port, at: now) }
         // What apply(_:recorded:device:shown:at:into:) does, with the descriptor handed to the
         // registry as it is (an add raises no suspicion).
         if recordsNotices, visible { effects.recorded.append(.added(copy d)) }
@@ -115,7 +115,7 @@ extension AccessoryTracker {
     ) {
         let leaving = key.flatMap { registry.connectionID(at: $0) }
         policy.heardLeft(at: now)
-        if !port.isEmpty { schedule.touched(port, at: now) }
+        if !port.isEmpty, !looksAreAuthoritative { schedule.touched(port, at: now) }
         if recordsNotices { effects.recorded.append(.removed(removal)) }
         if leaving == nil, let key, policy.isLeftOfSkippedArrival(key) {
             // The registry never held it: nothing to remove, no tombstone (which would drop
@@ -126,7 +126,7 @@ extension AccessoryTracker {
         registry.now = recordedTime ?? now
         let start = effects.events.count
         let suspicion = registry.applyRemoval(removal, into: &effects.events)
-        if let leaving {
+        if let leaving, !looksAreAuthoritative {
             if effects.events.count > start, effects.events[start].connectionID == leaving {
                 // The removal took the entry that was there: that instance is gone, and the
                 // truth may list it a moment longer. (Its disconnect, read where it lies.)

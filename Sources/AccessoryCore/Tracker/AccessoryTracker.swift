@@ -73,6 +73,10 @@ public struct AccessoryTracker: Sendable {
     /// (always, for a driver that may record; a trace's playback, which keeps no recording,
     /// turns it off and copies no event for it).
     package var recordsNotices = true
+    /// Whether every look the driver makes is authoritative (a trace's playback, whose looks
+    /// are its snapshots). Such a look forgets every mark and reads everything, so a notice
+    /// then marks no instance gone and names no port for the next look.
+    package var looksAreAuthoritative = false
     /// A replayed trace's time (its records' `t`): while set, new connections are linked to
     /// the ones that ended by it instead of by the input's time.
     package var recordedTime: Duration?

@@ -75,6 +75,9 @@ package struct HotplugPolicy: Sendable {
         if let key = descriptor.key { deadInstances[key] = (descriptor, now) }
     }
 
+    /// Whether a LEFT event has marked an instance gone since the marks were last forgotten.
+    package var hasGoneMarks: Bool { !deadInstances.isEmpty }
+
     /// An ARRIVED event says a new instance holds this address now: a mark on it, left by an
     /// earlier instance's late LEFT event, must not hide the newcomer (after an address wrap,
     /// the two can look the same in sysfs), and an older skipped arrival's LEFT is no longer

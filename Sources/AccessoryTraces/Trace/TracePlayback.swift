@@ -35,6 +35,7 @@ public struct TracePlayback: Sendable {
     public init(registry: ConnectionRegistry = ConnectionRegistry()) {
         tracker = AccessoryTracker(registry: registry, at: .zero)
         tracker.recordsNotices = false  // nothing here keeps a recording
+        tracker.looksAreAuthoritative = true  // every look is a snapshot
     }
 
     /// Applies one record and returns the notifications it caused, in delivery order.
