@@ -61,15 +61,10 @@ struct ReplayCommand: ParsableCommand {
                 for event in events { out.writeLine(EventText.line(event, style: style)) }
                 return
             }
-            // Each event is encoded where it lies in the array (borrowed), not copied out.
-            events.withUnsafeBufferPointer { events in
-                for i in events.indices {
-                    buffer.append(events[i])
-                    if buffer.count >= 1 << 16 {
-                        buffer.withUnsafeBytes { out.write(raw: $0) }
-                        buffer.removeAll()
-                    }
-                }
+            buffer.append(contentsOf: events)
+            if buffer.count >= 1 << 16 {
+                buffer.withUnsafeBytes { out.write(raw: $0) }
+                buffer.removeAll()
             }
         }
         do {

@@ -63,6 +63,31 @@ struct TraceReaderTests {
         #expect(trace.records == expected)
     }
 
+    @Test("Keys in any order, spaced, escaped, repeated or near the writer's own read as the writer's order does")
+    func keyOrder() throws {
+        let written = #"{"t":1.5,"event":"add","bus":1,"address":5,"port":"1-1.4","vendor":"1209","product":"0001","serial":"SN1","manufacturer":"pid.codes","name":"Loopback","bcdDevice":"0100","protocols":["p"]}"#
+        let variants = [
+            #"{"protocols":["p"],"bcdDevice":"0100","name":"Loopback","manufacturer":"pid.codes","serial":"SN1","product":"0001","vendor":"1209","port":"1-1.4","address":5,"bus":1,"event":"add","t":1.5}"#,
+            #"{ "t" : 1.5 , "event" :"add", "bus":1,"address" :5,"port":"1-1.4","vendor":"1209","product":"0001","serial":"SN1","manufacturer":"pid.codes","name":"Loopback","bcdDevice":"0100","protocols":["p"] }"#,
+            #"{"t":1.5,"event":"add","bus":1,"address":5,"port":"1-1.4","vendor":"1209","product":"0001","serial":"SN1","manufacturer":"pid.codes","name":"Loopback","bcdDevice":"0100","protocols":["p"]}"#,
+            #"{"t":9,"tt":1,"t":1.5,"event":"add","eventx":"x","bus":2,"bus":1,"busy":3,"address":5,"port":"1-1.4","vendor":"1209","product":"0001","serial":"SN1","manufacturer":"pid.codes","name":"Loopback","bcdDevice":"0100","protocols":["p"]}"#,
+        ]
+        let expected = try read(written).records.map(\.event)
+        #expect(expected == [.added(AccessoryDescriptor(
+            bus: 1, address: 5, port: "1-1.4", vendor: 0x1209, product: 0x0001, bcdDevice: 0x0100, serial: "SN1",
+            manufacturer: "pid.codes", name: "Loopback", protocols: ["p"]))])
+        for (i, line) in variants.enumerated() {
+            let trace = try read(line)
+            #expect(trace.records.map(\.event) == expected, "variant \(i)")
+            #expect(trace.records.map(\.t) == [1.5], "variant \(i)")
+        }
+        // A snapshot's devices, one in the writer's order and one not.
+        let snapshot = try read(#"{"t":2,"event":"snapshot","devices":[{"bus":1,"address":5,"port":"1-1.4","serial":"SN1"},{"serial":"SN2","port":"1-1.5","bus":1,"t":7}]}"#)
+        #expect(snapshot.records.map(\.event) == [.snapshot([
+            AccessoryDescriptor(bus: 1, address: 5, port: "1-1.4", serial: "SN1"), AccessoryDescriptor(bus: 1, address: nil, port: "1-1.5", serial: "SN2"),
+        ])])
+    }
+
     @Test("An add may leave out what the source did not know; a remove needs address or port")
     func optionalFields() throws {
         let trace = try read("""

@@ -36,6 +36,27 @@ struct JSONCursor {
         }
     }
 
+    /// Steps over `text` if the bytes at the cursor are exactly it.
+    @inline(__always)
+    mutating func skip(_ text: StaticString) -> Bool {
+        let n = text.utf8CodeUnitCount
+        guard bytes.count - index >= n else { return false }
+        // Eight bytes at a time: a key is short, and a call of memcmp costs more than it.
+        let p = bytes.baseAddress! + index
+        let q = UnsafeRawPointer(text.utf8Start)
+        var i = 0
+        while i + 8 <= n {
+            guard p.loadUnaligned(fromByteOffset: i, as: UInt64.self) == q.loadUnaligned(fromByteOffset: i, as: UInt64.self) else { return false }
+            i += 8
+        }
+        while i < n {
+            guard p.load(fromByteOffset: i, as: UInt8.self) == q.load(fromByteOffset: i, as: UInt8.self) else { return false }
+            i += 1
+        }
+        index += n
+        return true
+    }
+
     // MARK: Errors
 
     func error(_ reason: String, at position: Int? = nil) -> JSONLineError {

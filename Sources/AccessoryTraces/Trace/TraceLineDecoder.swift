@@ -68,6 +68,53 @@ struct TraceLineDecoder {
             default: return true
             }
         }
+
+        /// The member as ``TraceWriter`` begins it: the quoted key and its colon.
+        @inline(__always)
+        var member: StaticString {
+            switch self {
+            case .t: "\"t\":"
+            case .event: "\"event\":"
+            case .bus: "\"bus\":"
+            case .address: "\"address\":"
+            case .port: "\"port\":"
+            case .vendor: "\"vendor\":"
+            case .product: "\"product\":"
+            case .serial: "\"serial\":"
+            case .manufacturer: "\"manufacturer\":"
+            case .name: "\"name\":"
+            case .bcdDevice: "\"bcdDevice\":"
+            case .protocols: "\"protocols\":"
+            case .devices: "\"devices\":"
+            case .format: "\"format\":"
+            case .version: "\"version\":"
+            case .source: "\"source\":"
+            case .started: "\"started\":"
+            }
+        }
+
+        /// The field ``TraceWriter`` writes after this one, if any: a line it wrote is read
+        /// by matching each key against this guess before looking it up.
+        @inline(__always)
+        var next: Field? {
+            switch self {
+            case .t: .event
+            case .event: .bus
+            case .bus: .address
+            case .address: .port
+            case .port: .vendor
+            case .vendor: .product
+            case .product: .serial
+            case .serial: .manufacturer
+            case .manufacturer: .name
+            case .name: .bcdDevice
+            case .bcdDevice: .protocols
+            case .format: .version
+            case .version: .source
+            case .source: .started
+            case .protocols, .devices, .started: nil
+            }
+        }
     }
 
     enum EventKind {
@@ -170,18 +217,24 @@ struct TraceLineDecoder {
             cursor.index += 1
             return
         }
+        var guess: Field? = deviceIndex == nil ? .t : .bus
         while true {
             cursor.skipWhitespace()
             guard cursor.peek() == UInt8(ascii: "\"") else { throw cursor.expected("a string key") }
-            let span = try cursor.scanString()
             var field: Field?
-            if span.isPlainASCII {
-                field = Self.field(named: cursor.raw(span))
+            if let guess, cursor.skip(guess.member) {
+                field = guess  // the writer's order: no key to scan and look up
             } else {
-                var key = try cursor.decode(span)
-                field = key.withUTF8 { Self.field(named: UnsafeRawBufferPointer($0)) }
+                let span = try cursor.scanString()
+                if span.isPlainASCII {
+                    field = Self.field(named: cursor.raw(span))
+                } else {
+                    var key = try cursor.decode(span)
+                    field = key.withUTF8 { Self.field(named: UnsafeRawBufferPointer($0)) }
+                }
+                try cursor.expect(UInt8(ascii: ":"), "':' after key")
             }
-            try cursor.expect(UInt8(ascii: ":"), "':' after key")
+            guess = field?.next
             cursor.skipWhitespace()
             if let field, deviceIndex == nil || field.isDeviceField {
                 try decodeValue(of: field, into: &f)
