@@ -40,11 +40,10 @@ struct ReplayCommand: ParsableCommand {
                 throw ValidationError(error.description)
             }
         }
-        var reader: TraceReader
+        let reader: TracePrefetch
         do {
-            reader = trace == "-"
-                ? try TraceReader(fileDescriptor: 0, name: "<stdin>")
-                : try TraceReader(path: trace)
+            reader = TracePrefetch(
+                trace == "-" ? try TraceReader(fileDescriptor: 0, name: "<stdin>") : try TraceReader(path: trace))
         } catch {
             note("error: \(error)")
             throw ExitCode(1)
@@ -61,10 +60,15 @@ struct ReplayCommand: ParsableCommand {
                 for event in events { out.writeLine(EventText.line(event, style: style)) }
                 return
             }
-            buffer.append(contentsOf: events)
-            if buffer.count >= 1 << 16 {
-                buffer.withUnsafeBytes { out.write(raw: $0) }
-                buffer.removeAll()
+            // Each event is encoded where it lies in the array (borrowed), not copied out.
+            events.withUnsafeBufferPointer { events in
+                for i in events.indices {
+                    buffer.append(events[i])
+                    if buffer.count >= 1 << 16 {
+                        buffer.withUnsafeBytes { out.write(raw: $0) }
+                        buffer.removeAll()
+                    }
+                }
             }
         }
         do {

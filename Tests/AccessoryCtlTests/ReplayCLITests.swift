@@ -79,6 +79,40 @@ struct ReplayCLITests {
         #expect(r.stderr.contains("missing required field"))
     }
 
+    @Test("Read on a thread of its own or not (taskset -c 0), a long trace's replay is the same: every record before a bad line 3,001 is played, then the error; a cut last line is a warning")
+    func prefetched() throws {
+        let dir = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let lines = TraceGenerator(.init(seed: 5, events: 5000, devices: 12, snapshotInterval: 200)).map(\.jsonLine)
+        let good = dir.appendingPathComponent("good.jsonl"), bad = dir.appendingPathComponent("bad.jsonl")
+        let cut = dir.appendingPathComponent("cut.jsonl")
+        try (lines.prefix(3000).joined(separator: "\n") + "\n").write(to: good, atomically: true, encoding: .utf8)
+        try ((lines.prefix(3000) + [#"{"t":1,"event":"remove"}"#] + lines.dropFirst(3000)).joined(separator: "\n") + "\n")
+            .write(to: bad, atomically: true, encoding: .utf8)
+        try (lines.joined(separator: "\n") + "\n" + #"{"t":99,"event":"ad"#).write(to: cut, atomically: true, encoding: .utf8)
+        // What the records before the bad line print: played here, as read from the text.
+        var playback = TracePlayback()
+        var output = ReplayOutput()
+        for record in try TraceReader.readAll(string: try String(contentsOf: good, encoding: .utf8), name: "good").records {
+            for event in playback.apply(record) { output.append(event) }
+        }
+        let played = output.string.split(separator: "\n").map(String.init)
+        let all = dir.appendingPathComponent("all.jsonl")
+        try (lines.joined(separator: "\n") + "\n").write(to: all, atomically: true, encoding: .utf8)
+        let whole = try CLI.ctl("replay", all.path, "--json")
+        var runs: [(String, [String])] = [("threaded", [CLI.accessoryctl])]
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset") { runs.append(("one processor", ["/usr/bin/taskset", "-c", "0", CLI.accessoryctl])) }
+        for (name, command) in runs {
+            let r = try CLI.run(command[0], Array(command.dropFirst()) + ["replay", bad.path, "--json"])
+            #expect(r.status == 1, "\(name)")
+            #expect(r.stderr.contains("\(bad.path):3001: missing required field 'bus'"), "\(name): \(r.stderr)")
+            #expect(played.count > 1000 && Array(r.stdoutLines.prefix(played.count)) == played, "\(name)")
+            let c = try CLI.run(command[0], Array(command.dropFirst()) + ["replay", cut.path, "--json"])
+            #expect(c.status == 0 && c.stderr.contains("warning: \(cut.path):\(lines.count + 1):"), "\(name): \(c.stderr)")
+            #expect(c.stdout == whole.stdout, "\(name)")
+        }
+    }
+
     @Test("A truncated last line is a warning; the rest is used and the exit status is 0")
     func truncated() throws {
         let text = try String(contentsOfFile: Self.fixture, encoding: .utf8)

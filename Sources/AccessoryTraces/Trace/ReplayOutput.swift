@@ -40,11 +40,6 @@ package struct ReplayOutput: Sendable {
         }
     }
 
-    /// Appends the lines for `events`.
-    package mutating func append(contentsOf events: [AccessoryEvent]) {
-        for i in events.indices { append(events[i]) }
-    }
-
     /// Grows the room after the pending bytes to at least `room` (doubling, so that a
     /// caller that never writes out still appends in amortized constant time).
     private mutating func makeRoom(_ room: Int) {
