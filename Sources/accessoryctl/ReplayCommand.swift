@@ -40,7 +40,7 @@ struct ReplayCommand: ParsableCommand {
                 throw ValidationError(error.description)
             }
         }
-        let reader: TracePrefetch
+        var reader: TracePrefetch
         do {
             reader = TracePrefetch(
                 trace == "-" ? try TraceReader(fileDescriptor: 0, name: "<stdin>") : try TraceReader(path: trace))

@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// It hands out what the reader would, in the same order: the records, then the reader's
 /// error after the records before it, or the end and the reader's warnings.
-final class TracePrefetch {
+struct TracePrefetch: ~Copyable {
     /// What the reader gave: records, then maybe how it ended.
     private struct Batch: Sendable {
         var records: [TraceRecord] = []
@@ -65,6 +65,7 @@ final class TracePrefetch {
     private let channel: Channel?
     /// The reader, when the caller reads it itself.
     private var inline: TraceReader?
+    private let batchSize: Int
     private var batch = Batch()
     private var position = 0
     /// The reader's warnings, once ``next()`` has returned `nil`.
@@ -73,6 +74,7 @@ final class TracePrefetch {
     /// Starts reading `reader` on a new thread, `batchSize` records at a time, when `threaded`
     /// (by default, when the process may run on more than one processor).
     init(_ reader: consuming TraceReader, batchSize: Int = 1024, threaded: Bool = TracePrefetch.processors() > 1) {
+        self.batchSize = batchSize
         guard threaded else {
             channel = nil
             inline = consume reader
@@ -84,18 +86,24 @@ final class TracePrefetch {
         DetachedThread.start {
             guard var reader = handover.withLock({ $0.take() }) else { return }
             while true {
-                var batch = Batch()
-                batch.records.reserveCapacity(batchSize)
-                do throws(TraceError) {
-                    while batch.records.count < batchSize, let record = try reader.next() { batch.records.append(record) }
-                    if batch.records.count < batchSize { batch.warnings = reader.warnings }
-                } catch {
-                    batch.failure = error
-                }
+                let batch = Self.read(&reader, batchSize)
                 let ends = batch.failure != nil || batch.warnings != nil
                 guard channel.put(batch), !ends else { return }
             }
         }
+    }
+
+    /// Up to `count` records of `reader`, and how it ended if it did.
+    private static func read(_ reader: inout TraceReader, _ count: Int) -> Batch {
+        var batch = Batch()
+        batch.records.reserveCapacity(count)
+        do throws(TraceError) {
+            while batch.records.count < count, let record = try reader.next() { batch.records.append(record) }
+            if batch.records.count < count { batch.warnings = reader.warnings }
+        } catch {
+            batch.failure = error
+        }
+        return batch
     }
 
     deinit { channel?.stop() }
@@ -109,7 +117,7 @@ final class TracePrefetch {
         guard fd >= 0 else { return 1 }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 8192)
-        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+        let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
         guard n > 0 else { return 1 }
         let status = String(decoding: bytes[..<n], as: UTF8.self)
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed:") }) else { return 1 }
@@ -119,30 +127,26 @@ final class TracePrefetch {
 
     /// The next record, or `nil` at the end of the trace.
     /// - Throws: the reader's error, once the records before it have been handed out.
-    func next() throws(TraceError) -> TraceRecord? {
-        guard let channel else { return try nextInline() }
+    mutating func next() throws(TraceError) -> TraceRecord? {
         while position == batch.records.count {
             if let failure = batch.failure { throw failure }
             if let warnings = batch.warnings {
                 self.warnings = warnings
                 return nil
             }
-            batch = channel.take()
+            if let channel {
+                batch = channel.take()
+            } else if var reader = inline.take() {
+                batch = Self.read(&reader, batchSize)
+                inline = consume reader
+            } else {
+                return nil
+            }
             position = 0
         }
         var record = TraceRecord(t: 0, event: .sleep)
         swap(&record, &batch.records[position])  // moved out, not copied
         position += 1
         return record
-    }
-
-    /// ``next()`` from the reader held here.
-    private func nextInline() throws(TraceError) -> TraceRecord? {
-        guard var reader = inline.take() else { return nil }
-        let result: Result<TraceRecord?, TraceError>
-        do throws(TraceError) { result = .success(try reader.next()) } catch { result = .failure(error) }
-        warnings = reader.warnings
-        inline = consume reader
-        return try result.get()
     }
 }
