@@ -78,8 +78,7 @@ struct ReplayCommand: ParsableCommand {
                 } else {
                     replayer.apply(record, into: &pending)
                     emit(pending)
-                    // Most records cause one notification: removeLast() is the cheaper way to empty.
-                    if pending.count == 1 { pending.removeLast() } else { pending.removeAll(keepingCapacity: true) }
+                    pending.empty()
                 }
             }
             injector?.finish { emit(replayer.apply($0)) }

@@ -49,7 +49,7 @@ extension AccessoryTracker {
             let visible = isShown(info)
             // Only a device that says more than its descriptor is kept in ``devices``.
             let kept: USBDeviceInfo? = info.isBareDescriptor ? nil : info
-            apply(.added(info.descriptor), recorded: recordsNotices && visible, device: kept, shown: !serialPending && visible, at: now, into: &effects)
+            add(info.descriptor, recorded: recordsNotices && visible, device: kept, shown: !serialPending && visible, at: now, into: &effects)
         }
         if !looksAreAuthoritative { schedule.touched(noticePort, at: now) }
     }
@@ -67,13 +67,7 @@ extension AccessoryTracker {
         policy.arrived(d)
         let visible = policy.isVisible(d, isHub: false)
         if !looksAreAuthoritative { schedule.touched(d.port, at: now) }
-        // What apply(_:recorded:device:shown:at:into:) does, with the descriptor handed to the
-        // registry as it is (an add raises no suspicion).
-        if recordsNotices, visible { effects.recorded.append(.added(copy d)) }
-        registry.now = recordedTime ?? now
-        let start = effects.events.count
-        registry.applyAddition(d, shown: visible, into: &effects.events)
-        deliverAppended(from: start, into: &effects)
+        add(d, recorded: recordsNotices && visible, device: nil, shown: visible, at: now, into: &effects)
     }
 
     /// A device left.
@@ -141,23 +135,22 @@ extension AccessoryTracker {
         if let suspicion { suspected(suspicion, at: now, into: &effects) }
     }
 
-    /// Applies an add to the registry, its notifications appended to `effects` in place (no
-    /// array per event).
+    /// Adds `d` to the registry, its notifications appended to `effects` in place (no array
+    /// per event, and the descriptor handed over as it is). An add raises no suspicion.
     /// - Parameters:
-    ///   - recorded: whether the recording gets `event` (not for a device that is not shown).
-    ///   - device: what the OS says of an added device, when it says more than its
-    ///     descriptor: kept in ``devices`` for the entry it connects.
-    ///   - shown: whether an added device is shown.
-    private mutating func apply(
-        _ event: consuming HotplugEvent, recorded: Bool, device: USBDeviceInfo?, shown: Bool, at now: Duration,
+    ///   - recorded: whether the recording gets the add (not for a device that is not shown).
+    ///   - device: what the OS says of the device, when it says more than its descriptor:
+    ///     kept in ``devices`` for the entry it connects.
+    ///   - shown: whether the device is shown.
+    private mutating func add(
+        _ d: consuming AccessoryDescriptor, recorded: Bool, device: USBDeviceInfo?, shown: Bool, at now: Duration,
         into effects: inout TrackerEffects
     ) {
-        if recorded { effects.recorded.append(copy event) }
+        if recorded { effects.recorded.append(.added(copy d)) }
         registry.now = recordedTime ?? now
         let start = effects.events.count
-        let suspicion = registry.apply(event, isShown: { _ in shown }, into: &effects.events)
+        registry.applyAddition(d, shown: shown, into: &effects.events)
         if let device { deliverAppended(from: start, device: device, into: &effects) } else { deliverAppended(from: start, into: &effects) }
-        if let suspicion { suspected(suspicion, at: now, into: &effects) }
     }
 
     /// The registry suspects it is out of step: reconcile after the debounce, reading

@@ -79,20 +79,9 @@ public struct TracePlayback: Sendable {
         } else {
             events.append(contentsOf: effects.events)
         }
-        Self.clear(&effects.events)
-        Self.clear(&effects.recorded)
-        Self.clear(&effects.notes)
-    }
-
-    /// Empties `array`, keeping its capacity. A record leaves one element or none, and
-    /// `removeLast()` is cheaper than `removeAll(keepingCapacity:)`'s general replacement.
-    @inline(__always)
-    private static func clear<Element>(_ array: inout [Element]) {
-        if array.count == 1 {
-            array.removeLast()
-        } else if !array.isEmpty {
-            array.removeAll(keepingCapacity: true)
-        }
+        effects.events.empty()
+        effects.recorded.empty()
+        effects.notes.empty()
     }
 
     /// Ends the trace: if events came after the last snapshot, reconciles the registry
@@ -131,3 +120,16 @@ public struct TracePlayback: Sendable {
 /// The former name of ``TracePlayback``, too like AccessoryTesting's `TraceReplay`.
 @available(*, deprecated, renamed: "TracePlayback")
 public typealias TraceReplayer = TracePlayback
+
+extension Array {
+    /// Empties the array, keeping its capacity. A replayed record leaves one element or none,
+    /// and `removeLast()` is cheaper than `removeAll(keepingCapacity:)`'s general replacement.
+    @inline(__always)
+    package mutating func empty() {
+        if count == 1 {
+            removeLast()
+        } else if !isEmpty {
+            removeAll(keepingCapacity: true)
+        }
+    }
+}
