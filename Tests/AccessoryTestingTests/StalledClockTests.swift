@@ -79,7 +79,10 @@ struct StalledClockTests {
                 _ = try await manager.switchToAccessoryMode(device, identity: AndroidAccessoryTests.identity)
             }
             Self.expectNamesTheFix(result)
-            #expect(started.duration(to: .now) < .seconds(10))
+            // A bound on a hang, not a timing: alone it ends in about 0.3 s, but it waits out
+            // several 300 ms stall limits of wall time, and with the suite running beside it on
+            // a loaded 2-core machine it took 11 to 17 s.
+            #expect(started.duration(to: .now) < .seconds(60))
             #expect(await manager.connectedAccessories == [device], "the device stays")
         }
     }
