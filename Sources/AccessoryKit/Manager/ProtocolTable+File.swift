@@ -2,7 +2,6 @@ import AccessoryCore
 import FoundationEssentials
 import Glibc
 
-
 extension ProtocolTable {
     /// A table with the rules of a JSON file, which `accessoryctl --protocols FILE` reads too.
     ///

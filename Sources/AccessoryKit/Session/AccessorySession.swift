@@ -2,11 +2,7 @@ import AccessoryCore
 import Logging
 import Synchronization
 
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import FoundationEssentials
-#endif
 
 /// A conversation with an accessory in one protocol: `EASession` for Linux, over a claimed
 /// interface. Its byte streams use the interface's first IN and OUT endpoints: bulk ones, or
