@@ -6,7 +6,8 @@ import AccessoryTestSupport
 import Testing
 @testable import AccessoryKit
 
-/// Hotplug storms of at least 10,000 uevents under the simulator, with sessions open: plain
+/// Hotplug storms of at least 10,000 uevents under the simulator (a tenth of that in the quick
+/// run, `TestScale`), with sessions open: plain
 /// storms beside a busy session, lossy storms (lost removes, lost adds, overflows that drop
 /// whole runs of events, silent unplugs), and re-enumeration under open sessions. After each
 /// storm the registry must equal the simulator's `list` within one reconcile interval, and
@@ -145,6 +146,7 @@ extension HardwareTests {
 
         // MARK: Storms
 
+        /// 10,000 uevents (1,000 in the quick run) on one port beside a busy session.
         @Test func tenThousandEventsWhileABystanderSessionEchoes() async throws {
             let plugged = Plugged()
             defer { plugged.unplugAll() }
@@ -156,8 +158,9 @@ extension HardwareTests {
             let stop = StopFlag()
             let echoes = Task { await Self.echoLoop(session, seed: 1, stop: stop) }
 
-            // 5,000 unplug/replug cycles: 10,000 uevents.
-            let final = try await Self.offPool { try Sim.storm(stormy.id, cycles: 5000) }
+            // 5,000 unplug/replug cycles: 10,000 uevents (a tenth in the quick run).
+            let cycles = TestScale.count(5000)
+            let final = try await Self.offPool { try Sim.storm(stormy.id, cycles: cycles) }
             plugged.replace("STORMY", with: final)
             let settle = try await Self.settles(manager, since: .now, within: Self.interval + Self.allowance)
             stop.set()
@@ -169,7 +172,7 @@ extension HardwareTests {
             let events = await Self.finish(manager, log)
             #expect(events.contains { if case .disconnected(let a, _) = $0 { a.connectionID == original.connectionID } else { false } })
             let onPort = events.filter { if case .connected(let a) = $0 { a.descriptor.port == final.port } else { false } }.count
-            print("storm-metrics plain: 10000 uevents, \(onPort) connects on the storm's port, settled \(settle) after the storm, bystander echoed \(rounds) rounds / \(bytes) bytes")
+            print("storm-metrics plain: \(2 * cycles) uevents, \(onPort) connects on the storm's port, settled \(settle) after the storm, bystander echoed \(rounds) rounds / \(bytes) bytes")
         }
 
         @Test func lossyStormWithSilentUnplugsAndOverflows() async throws {
@@ -193,11 +196,12 @@ extension HardwareTests {
                 events.contains { if case .disconnected(let a, _) = $0 { a.connectionID == ghost.connectionID } else { false } }
                     && events.contains { if case .connected(let a) = $0 { HardwareTests.isAt(sneaky)(a) } else { false } }
             })
-            // 8,000 cycles with a seeded mix of lost removes, lost adds, lost pairs and
-            // overflows (runs of 8–64 cycles with every uevent dropped).
-            let storm = try await Self.lossyStorm(lossy, cycles: 8000, seed: 20261122)
+            // 8,000 cycles (800 in the quick run) with a seeded mix of lost removes, lost adds,
+            // lost pairs and overflows (runs of 8–64 cycles with every uevent dropped).
+            let cycles = TestScale.count(8000)
+            let storm = try await Self.lossyStorm(lossy, cycles: cycles, seed: 20261122)
             plugged.replace("LOSSY", with: storm.device)
-            #expect(storm.sent >= 10_000, "only \(storm.sent) uevents sent")
+            #expect(storm.sent >= cycles * 5 / 4, "only \(storm.sent) uevents sent")
             #expect(storm.overflows > 0 && storm.lost > 0)
             let settle = try await Self.settles(manager, since: .now, within: Self.interval + Self.allowance)
             let events = await Self.finish(manager, log)
@@ -228,10 +232,10 @@ extension HardwareTests {
             try #require(await waitUntil { sessions.allSatisfy { $0.pipe.statistics.inCompleted > 0 && $0.pipe.statistics.outCompleted > 0 } })
 
             // Under the three busy sessions: a re-enumeration the monitor sees, one it misses
-            // entirely, and a lossy storm of 5,000 cycles.
+            // entirely, and a lossy storm of 5,000 cycles (500 in the quick run).
             _ = try plugged.replug("REENUM-LOUD")
             _ = try plugged.replug("REENUM-SILENT", silent: true)
-            let storm = try await Self.lossyStorm(try #require(plugged.devices["REENUM-STORM"]), cycles: 5000, seed: 7)
+            let storm = try await Self.lossyStorm(try #require(plugged.devices["REENUM-STORM"]), cycles: TestScale.count(5000), seed: 7)
             plugged.replace("REENUM-STORM", with: storm.device)
             let settle = try await Self.settles(manager, since: .now, within: Self.interval + Self.allowance)
 
