@@ -117,6 +117,55 @@ struct HotplugPolicyTests {
         #expect(Set(impatient.judge(registry, truth: [], at: ms(0), patient: false).evict.keys) == Set(ids))
     }
 
+    @Test("A hub's unplug is one unplug: the hub and what is behind it wait a window for each remove event still to come, the deepest first; alone, a window; never beyond the limit")
+    func aHubsUnplugWaitsAsOneGroup() {
+        let ms = { (n: Int64) in Self.t0 + .milliseconds(n) }
+        // A hub on 1-20 with a device on 1-20.1 and a hub on 1-20.7 with a device on 1-20.7.2,
+        // and a device on 1-3 that leaves at the same time but is behind no absent hub.
+        let ports = ["1-20", "1-20.1", "1-20.7", "1-20.7.2", "1-3"]
+        let (registry, ids) = Self.registry(ports.enumerated().map { Self.d(10 + $0.offset, port: $0.element) })
+        let byPort = Dictionary(uniqueKeysWithValues: zip(ports, ids))
+        let groups = HotplugPolicy.hubGroups(Set(ids), of: registry)
+        #expect(groups == [byPort["1-20"]!: 4, byPort["1-20.1"]!: 4, byPort["1-20.7"]!: 4, byPort["1-20.7.2"]!: 4])
+        // The inner hub alone with its device: a group of two.
+        #expect(HotplugPolicy.hubGroups([byPort["1-20.7"]!, byPort["1-20.7.2"]!, byPort["1-20.1"]!], of: registry)
+            == [byPort["1-20.7"]!: 2, byPort["1-20.7.2"]!: 2])
+        // Another bus's port of the same name is no ancestor.
+        var twoBuses = ConnectionRegistry()
+        let a = twoBuses.admit(AccessoryDescriptor(bus: 2, address: 3, port: "2-20", vendor: 0x1209, product: 1, serial: "A")).connectionID
+        let b = twoBuses.admit(AccessoryDescriptor(bus: 1, address: 4, port: "1-20.1", vendor: 0x1209, product: 1, serial: "B")).connectionID
+        #expect(HotplugPolicy.hubGroups([a, b], of: twoBuses).isEmpty)
+
+        var policy = HotplugPolicy()
+        let window = policy.leftEventWindow
+        let j1 = policy.judge(registry, truth: [], at: ms(0), patient: true)
+        #expect(j1.waiting == Set(ids) && j1.evict.isEmpty)
+        // The device alone on 1-3 waits one window; the hub's group four.
+        #expect(j1.lookAgainAt == ms(0) + window)
+        let j2 = policy.judge(registry, truth: [], at: ms(0) + window, patient: true)
+        #expect(j2.evict.keys.sorted() == [byPort["1-3"]!], "alone: a window with no event makes a ghost")
+        #expect(j2.waiting == Set(ids).subtracting([byPort["1-3"]!]))
+        #expect(j2.lookAgainAt == ms(0) + window * 4)
+        // The deepest one's LEFT comes slowly (later than one window): the others wait on,
+        // three windows from it.
+        var rest = registry
+        _ = rest.evict(byPort["1-20.7.2"]!, reason: .unplugged)
+        _ = rest.evict(byPort["1-3"]!, reason: .unplugged)
+        policy.heardLeft(at: ms(400))
+        let j3 = policy.judge(rest, truth: [], at: ms(700), patient: true)
+        #expect(j3.evict.isEmpty && j3.lookAgainAt == ms(400) + window * 3)
+        // Their events never come: ghosts once the group's windows have passed.
+        let j4 = policy.judge(rest, truth: [], at: ms(400) + window * 3, patient: true)
+        #expect(Set(j4.evict.keys) == [byPort["1-20"]!, byPort["1-20.1"]!, byPort["1-20.7"]!])
+        // A group never waits beyond the limit: 30 entries behind one hub.
+        let many = ["1-5"] + (1...29).map { "1-5.\($0 % 7 + 1).\($0)" }
+        let (big, bigIDs) = Self.registry(many.enumerated().map { Self.d(40 + $0.offset, port: $0.element) })
+        var patient = HotplugPolicy()
+        let j5 = patient.judge(big, truth: [], at: ms(0), patient: true)
+        #expect(j5.lookAgainAt == ms(0) + patient.leftEventWindowLimit)
+        #expect(Set(patient.judge(big, truth: [], at: ms(0) + patient.leftEventWindowLimit, patient: true).evict.keys) == Set(bigIDs))
+    }
+
     @Test("Notices the host holds keep a wait going that is over (any may be the LEFT awaited), a fifth of the window at a time, up to the limit")
     func pendingNoticesKeepTheWaitsGoing() {
         var policy = HotplugPolicy()

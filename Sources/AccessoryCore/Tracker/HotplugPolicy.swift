@@ -14,6 +14,10 @@
 ///   udevd relays their remove events one after another, so each LEFT event that comes
 ///   starts the wait again, and so do notices the host holds that the manager has not yet
 ///   taken (any of them may be the one awaited); never beyond ``leftEventWindowLimit``;
+/// - a hub's unplug is judged as one unplug: the hub and the entries behind it that the truth
+///   lacks too are one group, whose remove events come the deepest first and the hub's last.
+///   Its wait is one ``leftEventWindow`` for each of the group's events still to come, so a
+///   loaded udevd that relays them slowly does not turn the last ones into ghosts;
 /// - a transfer's NO_DEVICE only makes an entry *suspect* (``suspect(_:operation:at:)``): it
 ///   is evicted only once the truth lacks it, by the same rule, with the operation as the
 ///   ghost's evidence. While sysfs lists the same instance it is never evicted; a suspicion
@@ -166,11 +170,13 @@ package struct HotplugPolicy: Sendable {
         func due(_ at: Duration) {
             judgement.lookAgainAt = min(judgement.lookAgainAt ?? at, at)
         }
+        let groups = absent.count > 1 ? Self.hubGroups(absent, of: registry) : [:]
         for id in absent {
             let since = absentSince[id] ?? now
             let limit = since + leftEventWindowLimit
-            // The wait runs from the later of the first miss and the last LEFT event.
-            var end = max(since, lastLeftEvent ?? since) + leftEventWindow
+            // The wait runs from the later of the first miss and the last LEFT event: a
+            // window for each remove event still to come in its hub's group.
+            var end = max(since, lastLeftEvent ?? since) + leftEventWindow * (groups[id] ?? 1)
             if noticesPending, end <= now { end = now + leftEventWindow / 5 }
             if patient, now < min(end, limit) {
                 absentSince[id] = since
@@ -190,6 +196,30 @@ package struct HotplugPolicy: Sendable {
             }
         }
         return judgement
+    }
+
+    /// For each absent entry that is part of a hub's unplug, the size of its group: the
+    /// topmost absent entry whose port its own lies behind (a hub), and every absent entry
+    /// behind that one. Entries alone in their group are left out (a group of one).
+    static func hubGroups(_ absent: Set<ConnectionID>, of registry: ConnectionRegistry) -> [ConnectionID: Int] {
+        var ports: [PortKey: ConnectionID] = [:]
+        for id in absent { if let d = registry[id]?.descriptor { ports[d.portKey] = id } }
+        // Each entry's topmost absent ancestor (itself when none), found by cutting the
+        // port's chain one hop at a time: "1-20.7.2" -> "1-20.7" -> "1-20".
+        var top: [ConnectionID: PortKey] = [:]
+        var size: [PortKey: Int] = [:]
+        for (key, id) in ports {
+            var highest = key
+            var chain = Substring(key.port)
+            while let dot = chain.lastIndex(of: ".") {
+                chain = chain[..<dot]
+                let parent = PortKey(bus: key.bus, port: String(chain))
+                if ports[parent] != nil { highest = parent }
+            }
+            top[id] = highest
+            size[highest, default: 0] += 1
+        }
+        return top.compactMapValues { size[$0].flatMap { $0 > 1 ? $0 : nil } }
     }
 
     /// The registry entries (of `scope`, when given) whose instance the truth lacks.
