@@ -41,6 +41,7 @@ struct EndpointCallsTests {
             }
             for _ in 0..<200 {
                 if let value { return value }
+                // A bounded poll (200 × 5 ms at most) once yielding has not sufficed.
                 try? await Task.sleep(for: .milliseconds(5))
             }
             return value
@@ -55,6 +56,7 @@ struct EndpointCallsTests {
         }
         for _ in 0..<200 {
             if condition() { return true }
+            // A bounded poll (200 × 5 ms at most) once yielding has not sufficed.
             try? await Task.sleep(for: .milliseconds(5))
         }
         return condition()
@@ -99,7 +101,10 @@ struct EndpointCallsTests {
             bBox.withLock { $0 = b }
             started.withLock { $0 = true }
             let deadline = ContinuousClock.now + .milliseconds(500)
+            // A poll with a deadline: B is queued once two calls are in flight.
             while calls.inFlight < 2, ContinuousClock.now < deadline { usleep(1000) }
+            // Time on purpose: what is tested is that B, queued and given time, is still not
+            // submitted before A. Nothing can be awaited for a submit that must not happen.
             usleep(50_000)
         }
         let a = Running { await calls.transfer(Self.bulkIn, bytes: [1], length: 1, timeout: nil) }
@@ -121,8 +126,11 @@ struct EndpointCallsTests {
             let b = Running { await calls.transfer(Self.bulkIn, bytes: nil, length: 8, timeout: nil) }
             bBox.withLock { $0 = b }
             let deadline = ContinuousClock.now + .milliseconds(500)
+            // A poll with a deadline: B is queued once two calls are in flight.
             while calls.inFlight < 2, ContinuousClock.now < deadline { usleep(1000) }
             b.task.cancel()
+            // Time on purpose: B's cancellation lands while A's submit still holds the
+            // submitter, which is the case under test; it must not submit B then either.
             usleep(20_000)
         }
         let a = Running { await calls.transfer(Self.bulkIn, bytes: nil, length: 8, timeout: nil) }

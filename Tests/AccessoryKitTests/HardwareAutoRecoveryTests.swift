@@ -70,7 +70,7 @@ extension HardwareTests {
                     return error
                 }
             }
-            try await Task.sleep(for: .milliseconds(50))
+            try #require(await waitUntil(timeout: .seconds(5)) { session.callsInFlight > 0 }, "the long call is in flight")
             await Self.timeOut(session, 1)
             let report = try #require(await reports.wait(for: 1).first)
             #expect(report.trigger == "3 timeouts on 0x81", "\(report.trigger)")
@@ -140,7 +140,8 @@ extension HardwareTests {
             // The session the skip left alone goes on (nothing ended it).
             #expect(second.isClosed == false)
             await second.close()
-            // And nothing more happens by itself.
+            // And nothing more happens by itself. Time on purpose: a report that must not come
+            // cannot be awaited; 500 ms is five times the timeouts that would trigger one.
             try await Task.sleep(for: .milliseconds(500))
             #expect(await reports.wait(for: 3, timeout: .zero).count == 2)
             await manager.shutdown()

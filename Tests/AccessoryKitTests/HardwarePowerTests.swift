@@ -280,6 +280,9 @@ extension HardwareTests {
             // --back-on never: a power cycle brings nothing.
             _ = try Sim.ctl("vanish", current.id, "--back-on", "never")
             _ = try await manager.cyclePortPower("1-34.2", pause: .milliseconds(50))
+            // Time on purpose: nothing may come back, and an absence cannot be awaited. The
+            // simulator plugs a device back as it handles the power-on write, before the cycle
+            // returns; 200 ms more leaves a late one time to show.
             try await Task.sleep(for: .milliseconds(200))
             #expect(try !Sim.list().contains { $0.serial == "VANISH" })
             await manager.shutdown()

@@ -2,6 +2,7 @@ import AccessoryCore
 import AccessoryKit
 import AccessoryLocking
 import AccessoryTesting
+import Dispatch
 import Glibc
 import Testing
 @testable import AccessoryMetrics
@@ -164,8 +165,11 @@ final class RawConnections {
 /// Runs `work` on `count` threads at once and waits for them all.
 enum DispatchGroupLike {
     static func run(_ count: Int, _ work: @escaping @Sendable () -> Void) {
-        let done = Locked(0)
-        for _ in 0..<count { DetachedThread.start { work(); done.withLock { $0 += 1 } } }
-        while done.withLock({ $0 }) < count { usleep(1000) }
+        let done = DispatchGroup()
+        for _ in 0..<count {
+            done.enter()
+            DetachedThread.start { work(); done.leave() }
+        }
+        done.wait()
     }
 }

@@ -19,6 +19,7 @@ public struct SimulatorLock: SuiteTrait, TestScoping {
         // Polls the lock (a blocking flock would hold a thread of the cooperative pool),
         // with no deadline: the other suite holds it for its whole run.
         while fd >= 0, flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            // The poll's interval (see above).
             try await Task.sleep(for: .milliseconds(50))
         }
         try await function()

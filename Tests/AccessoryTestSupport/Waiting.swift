@@ -50,6 +50,7 @@ public func withDeadline<T: Sendable>(
         race.pending.withLock { $0 = continuation }
         race.timer.withLock { t in
             t = Task {
+                // The deadline itself: real time is what it measures.
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }
                 if race.finish(.failure(DeadlineExceeded(description: "\(what): not done within \(timeout)"))) {
                     race.work.withLock { $0?.cancel() }

@@ -140,7 +140,8 @@ struct ReplayEndTests {
         try b.transfer(0x81, answer: [4, 5])
         let report = try await Self.withReplay(b) { _, session async throws in
             #expect(try await session.read() == [4, 5])
-            try await Task.sleep(for: .seconds(1))  // real time: several stall limits
+            // Real time on purpose: several stall limits pass with the read-ahead waiting.
+            try await Task.sleep(for: .seconds(1))
         }
         #expect(report.isComplete && report.matched == 1, "\(report)")
         #expect(report.waitingBeyondRecording >= 1, "\(report)")

@@ -234,6 +234,8 @@ struct SimulatedRecoveryTests {
                 let read = try await Self.driving(usb) { try await session.transferIn(0x81, length: 64, timeout: .seconds(1)) }
                 #expect(read.error != nil, "a wedged device's transfer does not complete: \(read)")
                 _ = try await Self.driving(usb) {
+                    // A poll, bounded by driving's two virtual minutes: the report comes as the
+                    // virtual clock that driving moves reaches it.
                     while reports.withLock({ $0.count }) < attempt { try await Task.sleep(for: .milliseconds(1)) }
                 }
                 await session.close()

@@ -132,6 +132,7 @@ struct StalledClockTests {
         // step has 16 times its length before the limit, for a loaded machine (8 times was
         // not enough under ThreadSanitizer beside two builds).
         for _ in 0..<20 {
+            // Slow real time between steps is what is tested (see above).
             try await Task.sleep(for: .milliseconds(250))
             await usb.advance(by: .milliseconds(300))
         }

@@ -13,6 +13,7 @@ struct DeviceBoardTests {
                 return true
             }
             group.addTask {
+                // The deadline itself: real time is what it measures.
                 try? await Task.sleep(for: timeout)
                 return false
             }

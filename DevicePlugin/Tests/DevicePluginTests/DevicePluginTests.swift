@@ -50,6 +50,7 @@ struct DevicePluginTests {
                         for try await list in response.messages { running.lists.append(list) }
                     }
                 }
+                // A pause before the kubelet calls again, as a real kubelet retries.
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
@@ -106,6 +107,7 @@ struct DevicePluginTests {
                 if let range = running.plugin.log.range(of: "serving metrics at http://127.0.0.1:") {
                     port = UInt16(running.plugin.log[range.upperBound...].prefix { $0.isNumber })
                 }
+                // A bounded poll (100 × 50 ms) for the log line.
                 try await Task.sleep(for: .milliseconds(50))
             }
             let metricsPort = try #require(port, "no metrics port in the log: \(running.plugin.log)")
@@ -114,12 +116,20 @@ struct DevicePluginTests {
             #expect(first.contains(#"accessory_connected{vendor="1209",product="0001"} 1"#), "\(first)")
             let added = try Simulator.ctl("plug", "1209:00d1:PLUGINMETRICS:org.example.loopback")
             try #require(added.count >= 3, "\(added)")
-            try await Task.sleep(for: .milliseconds(300))
+            // The plug is seen before the unplug: the gauge counts it.
+            var seen = false
+            for _ in 0..<100 where !seen {
+                seen = MetricsScrape.get(port: metricsPort).contains(#"accessory_connected{vendor="1209",product="00d1"} 1"#)
+                // A bounded poll (100 × 50 ms) for the scrape to show it.
+                if !seen { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(seen, "the plug never showed in the scrape")
             try Simulator.ctl("unplug", "\(added[1]):\(added[2])")
             var scrape = ""
             for _ in 0..<100 {
                 scrape = MetricsScrape.get(port: metricsPort)
                 if scrape.contains(#"accessory_disconnects_total{reason="unplugged"} 1"#) { break }
+                // A bounded poll (100 × 50 ms) for the scrape to show it.
                 try await Task.sleep(for: .milliseconds(50))
             }
             #expect(scrape.contains(#"accessory_disconnects_total{reason="unplugged"} 1"#), "\(scrape)")
@@ -182,6 +192,7 @@ struct DevicePluginTests {
             while ContinuousClock.now < deadline {
                 latest = try await allocate(running, [Self.sn2]).containerResponses[0]
                 if latest.devices.first?.hostPath == newNode { break }
+                // A poll with a deadline (5 s, above).
                 try await Task.sleep(for: .milliseconds(100))
             }
             #expect(latest.devices.map(\.hostPath) == [newNode])
@@ -286,7 +297,8 @@ struct DevicePluginTests {
             let lists = running.lists.all.count
             #expect(chmod(socket, 0o600) == 0)
             #expect(chmod(running.kubelet.socketPath, 0o600) == 0)
-            // Eight of its 250 ms looks: each would have seen a new socket before.
+            // Time on purpose: nothing may happen, and an absence cannot be awaited. Eight of
+            // its 250 ms looks: each would have seen a new socket before.
             try await Task.sleep(for: .seconds(2))
             #expect(running.kubelet.registrationsSoFar.count == 1, "\(running.plugin.log)")
             #expect(!running.plugin.log.contains("serving again"), "\(running.plugin.log)")
@@ -375,6 +387,7 @@ struct DevicePluginTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let plugin = try PluginProcess(kubeletDir: directory)
         let deadline = Date().addingTimeInterval(10)
+        // A poll with a deadline (10 s, above) for the plugin's exit.
         while plugin.process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(!plugin.process.isRunning)
         #expect(plugin.process.terminationStatus == 1)
@@ -403,6 +416,7 @@ extension DevicePluginTests {
         try await withThrowingTaskGroup(of: R?.self) { group in
             group.addTask { try await body() }
             group.addTask {
+                // The deadline itself: real time is what it measures.
                 try await Task.sleep(for: timeout)
                 return nil
             }

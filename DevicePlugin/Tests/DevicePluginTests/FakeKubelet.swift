@@ -148,6 +148,7 @@ enum Poll {
         while true {
             if let value = try probe() { return value }
             guard ContinuousClock.now < deadline else { throw Timeout(description: "timed out after \(timeout) waiting for \(what)") }
+            // The poll's interval (see above).
             try await Task.sleep(for: .milliseconds(20))
         }
     }

@@ -50,6 +50,7 @@ final class PluginProcess: Sendable {
     /// forever for a process that a crash handler holds.
     private func waitForExit(_ timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
+        // A poll with a deadline (see above).
         while process.isRunning && Date() < deadline { usleep(20_000) }
         return !process.isRunning
     }
