@@ -51,26 +51,6 @@ extension EndpointQueue {
     package func setAwaitedCheck(_ isAwaited: @escaping @Sendable () -> Bool) {}
 }
 
-/// A transfer's sign that its device may be gone: NO_DEVICE (ESHUTDOWN or ENODEV) or, as
-/// IN transfers end on a real unplug before sysfs and the hotplug event catch up, a transfer
-/// error (EPROTO). The manager confirms it against sysfs and its hotplug events.
-package struct DeviceGoneSign: Hashable, Sendable {
-    /// The operation that saw it, such as `bulk IN 0x81`.
-    package var operation: String
-    /// `.noDevice` or `.error`.
-    package var status: TransferStatus
-
-    package init(operation: String, status: TransferStatus = .noDevice) {
-        self.operation = operation
-        self.status = status
-    }
-
-    /// `NO_DEVICE`, or what the transfer error was.
-    package var seen: String {
-        status == .noDevice ? "NO_DEVICE" : "a transfer error (LIBUSB_TRANSFER_ERROR)"
-    }
-}
-
 /// An endpoint's name in errors and logs: `bulk IN 0x81`, `interrupt OUT 0x01`.
 package func endpointOperation(_ endpoint: UInt8, _ type: USBEndpoint.TransferType = .bulk) -> String {
     "\(type) \(endpoint & 0x80 != 0 ? "IN" : "OUT") \(hexByte(endpoint))"
@@ -79,10 +59,4 @@ package func endpointOperation(_ endpoint: UInt8, _ type: USBEndpoint.TransferTy
 /// A control transfer's name in errors and logs: `control IN vendor device request 51 (value 0, index 0)`.
 package func controlOperation(_ request: ControlRequest, isIn: Bool) -> String {
     "control \(isIn ? "IN" : "OUT") \(request)"
-}
-
-/// `0x81`: a byte as two lowercase hexadecimal digits.
-package func hexByte(_ b: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return "0x" + String(digits[Int(b >> 4)]) + String(digits[Int(b & 0xf)])
 }
