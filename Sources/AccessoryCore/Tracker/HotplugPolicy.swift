@@ -1,8 +1,9 @@
-/// The manager's judgement between hotplug events and the OS truth, as a value it feeds with
-/// notices, scans and the time: which instances are known gone although the truth still
-/// lists them, how long an entry the truth lacks waits for its LEFT event, what a transfer's
-/// NO_DEVICE means, whether an arrival is stale, and which devices are shown. No clock, no
-/// I/O: the manager passes the time in, then does the waiting and the scanning.
+/// The tracker's judgement between hotplug events and the OS truth, as a value that
+/// ``AccessoryTracker`` feeds with notices, looks and the time: which instances are known gone
+/// although the truth still lists them, how long an entry the truth lacks waits for its LEFT
+/// event, what a transfer's NO_DEVICE means, whether an arrival is stale, and which devices are
+/// shown. No clock, no I/O: the tracker passes the time in, and its driver (the manager)
+/// does the waiting and the scanning.
 ///
 /// **The kernel's order.** On a real unplug, transfers in flight fail first (NO_DEVICE, or
 /// a transfer error for IN), then sysfs drops the device, and the remove event reaches
@@ -23,7 +24,7 @@
 ///   ghost's evidence. While sysfs lists the same instance it is never evicted; a suspicion
 ///   that outlives ``leftEventWindow`` so is a false alarm (a missing device node, say).
 package struct HotplugPolicy: Sendable {
-    /// What the manager shows: hubs only when asked, and only accessories that speak one of
+    /// What the tracker shows: hubs only when asked, and only accessories that speak one of
     /// `supportedProtocols` when it is set.
     package var includeHubs: Bool
     package var supportedProtocols: Set<String>?
@@ -268,7 +269,7 @@ package struct HotplugPolicy: Sendable {
         case unconfirmed
     }
 
-    /// The manager skipped this arrival as ``Arrival/stale``: the registry never holds it.
+    /// The tracker skipped this arrival as ``Arrival/stale``: the registry never holds it.
     package mutating func skipped(_ arrival: AccessoryDescriptor) {
         guard let key = arrival.key else { return }
         if skippedArrivals.count >= Self.skippedArrivalLimit { skippedArrivals.removeAll() }

@@ -1,12 +1,14 @@
-/// When the manager reconciles, as a state machine with no clock: it is told what happened
-/// (``Event``) and at what time, and says what is due (``Action``) when asked at a time. The
-/// manager reads the time, arms one timer for ``nextDeadline`` and runs the actions.
+/// When the tracker looks at the OS truth, as a state machine with no clock:
+/// ``AccessoryTracker`` tells it what happened (``Event``) and at what time, and asks it what
+/// is due (``Action``) at a time, then turns each action into a ``ReconcilePlan``. The
+/// tracker's driver (the manager) reads the time and arms one timer for
+/// ``AccessoryTracker/nextDeadline``, which is this schedule's ``nextDeadline``.
 ///
 /// There is one pending reconcile at most (the earliest asked for wins, with its trigger)
 /// and one periodic tick, every `interval` after the last. Hotplug events name the ports the
 /// next reconcile reads; a suspicion makes it read everything.
 package struct ReconcileSchedule: Sendable {
-    /// What the manager tells the schedule.
+    /// What the tracker tells the schedule.
     package enum Event: Sendable, Equatable {
         /// A hotplug event named these ports: a reconcile after the debounce reads them.
         case hotplug(ports: [String])
