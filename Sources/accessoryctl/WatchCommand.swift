@@ -53,8 +53,9 @@ struct WatchCommand: AsyncParsableCommand {
     /// (hidden: tests make it small).
     @Option(help: .hidden) var backlog = 65_536
 
-    /// A person reads these lines: 10 ms more in a storm costs nothing visible and saves a
-    /// fifth of the CPU (`AccessoryManager.Configuration.hotplugBatching`, BENCHMARKS.md).
+    /// A person reads these lines: 10 ms more in a storm costs nothing visible, and the manager
+    /// and the printer then wake once per batch, not once per notice
+    /// (`AccessoryManager.Configuration.hotplugBatching`).
     @Option(name: .customLong("batch"), help: ArgumentHelp(
         "In a storm, handle hotplug notices that come within this many seconds of the last batch together (0: each at once).",
         valueName: "seconds"))

@@ -1,12 +1,13 @@
 /// Cheap keyed hashes for the registry's hot dictionary keys, in place of SipHash.
 ///
-/// A replay looks keys up several times per event, and SipHash's set-up and finish were a tenth
-/// of its CPU. These hashes are a folded multiply (the 128-bit product's halves XORed, as
-/// aHash and wyhash do) keyed by ``secret``, two words drawn from the system's random source
-/// once per process, and by the table's seed (which `Dictionary` takes from its storage's
-/// address, so it alone is no secret). Serials and ports come from devices, traces and
-/// `udevadm` logs; without the process's secret an input cannot choose keys that collide, so
-/// a hostile file cannot make a replay or an import quadratic.
+/// A replay looks keys up several times per event, so the hash's fixed cost counts, and
+/// SipHash's set-up and finish are most of its cost on keys this short. These hashes are a
+/// folded multiply (the 128-bit product's halves XORed, as aHash and wyhash do) keyed by
+/// ``secret``, two words drawn from the system's random source once per process, and by the
+/// table's seed (which `Dictionary` takes from its storage's address, so it alone is no
+/// secret). Serials and ports come from devices, traces and `udevadm` logs; without the
+/// process's secret an input cannot choose keys that collide, so a hostile file cannot make a
+/// replay or an import quadratic.
 package enum TableHash {
     /// The process's secret: drawn once, on first use, from `SystemRandomNumberGenerator`
     /// (the kernel's `getrandom`). The second word is odd, so multiplying by it loses no bit.

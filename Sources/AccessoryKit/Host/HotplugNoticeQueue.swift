@@ -5,9 +5,9 @@ import AccessoryLocking
 /// consumer that falls behind in a storm takes everything queued in one wake-up instead of
 /// one per notice.
 ///
-/// One consumer at a time. Not an `AsyncStream`: that one is generic code the optimizer
-/// cannot specialize across the standard library's boundary, and a storm paid for its
-/// metadata lookups and per-element wake-ups on every notice.
+/// One consumer at a time. Not an `AsyncStream`, whose generic code the optimizer cannot
+/// specialize across the standard library's boundary and which hands over one element per
+/// wake-up: this queue hands over a whole batch per wake-up.
 package final class HotplugNoticeQueue: Sendable {
     /// One thing the consumer takes.
     package enum Item: Sendable {

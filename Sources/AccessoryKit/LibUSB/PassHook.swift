@@ -3,10 +3,10 @@ import Synchronization
 /// What runs after each pass of libusb event handling (the hotplug batch's release, a
 /// capture's records of the pass), added from any thread, run in the order added.
 ///
-/// Each closure lives in a struct. Kept bare in a `Mutex`, it went through `withLock`'s generic
-/// `inout` on every read and came back wrapped in two more reabstraction thunks each pass, so
-/// each call cost more than the last: a fifth of `watch`'s CPU in a 2,000-cycle storm, and a
-/// stack that an event thread running for long enough would overflow.
+/// Each closure lives in a struct, so that each pass reads back the closure that was added. A
+/// closure kept bare as a `Mutex`'s value is reabstracted at every `withLock` (its generic
+/// `inout` writes back a wrapped closure), so each pass would add thunks, and each call would
+/// cost more and run deeper than the last (`PassHookTests` checks the depth stays the same).
 final class PassHook: Sendable {
     private struct Work: Sendable {
         let run: @Sendable () -> ContinuousClock.Instant?
