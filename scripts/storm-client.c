@@ -307,7 +307,12 @@ int main(int argc, char **argv)
     double end = now() + seconds, next_scan = 0;
     while (!stop && now() < end && n_failed_opens < MAX_FAILED_OPENS) {
         struct timeval tv = {0, 2000};
+        unsigned long before = n_transfers + n_errors;
         libusb_handle_events_timeout_completed(ctx, &tv, NULL);
+        /* An emulated node is a plain file, always "writable", so libusb's poll never
+         * waits (TESTBED.md): when nothing completed, wait a little rather than spin. */
+        if (n_transfers + n_errors == before)
+            usleep(500);
         if (!io) {
             for (int i = 0; i < narrivals; i++)
                 libusb_unref_device(arrivals[i]);
