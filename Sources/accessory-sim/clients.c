@@ -3,12 +3,17 @@
  * their interface claims. URBs and claims belong to the client that made
  * them and are dropped when it closes the node (umockdev 0.17 never emits
  * "client-vanished"; the client's "connected" property changes instead).
+ * A client is bound to the instance at its node when it connects and keeps
+ * it alive: an instance that has departed dies when its last client closes.
  */
 #include "materialize.h"
 #include "usbfs_internal.h"
 
 #include <errno.h>
 
+/* The client closed its node (or is being freed): its URBs and claims go,
+ * and the instance loses it; an instance that has departed dies with its
+ * last client (instance_release). */
 static void client_close(Client *c)
 {
     g_rec_mutex_lock(&sim.lock);
@@ -17,19 +22,23 @@ static void client_close(Client *c)
         Urb *r;
         c->closed = TRUE;
         c->reap_waiting = FALSE;
-        drop_client_urbs(&inst->in_pending, c);
-        drop_client_urbs(&inst->out_pending, c);
-        drop_client_urbs(&inst->parked, c);
         while ((r = g_queue_pop_head(&c->completed)) != NULL)
             urb_free(r);
-        for (int i = 0; i < SIM_NIFACES; i++) {
-            if (inst->claim_owner[i] == c) {
-                inst->claim_owner[i] = NULL;
-                inst->dropped++;
+        if (inst) {
+            drop_client_urbs(&inst->in_pending, c);
+            drop_client_urbs(&inst->out_pending, c);
+            drop_client_urbs(&inst->parked, c);
+            for (int i = 0; i < SIM_NIFACES; i++) {
+                if (inst->claim_owner[i] == c) {
+                    inst->claim_owner[i] = NULL;
+                    inst->dropped++;
+                }
             }
+            inst->clients = g_list_remove(inst->clients, c);
+            sim_log("%s: client closed", inst->devnode);
+            c->inst = NULL;
+            instance_release(inst);
         }
-        inst->clients = g_list_remove(inst->clients, c);
-        sim_log("%s: client closed", inst->devnode);
     }
     g_rec_mutex_unlock(&sim.lock);
 }
@@ -38,7 +47,6 @@ static void client_free(gpointer data)
 {
     Client *c = data;
     client_close(c);
-    instance_unref(c->inst);
     g_free(c);
 }
 
@@ -52,8 +60,7 @@ static void on_client_notify(GObject *obj, GParamSpec *pspec, gpointer user)
         client_close(c);
 }
 
-/* sim.lock held, worker thread. */
-Client *client_get(Instance *inst, UMockdevIoctlClient *ioc)
+Client *client_get(Node *node, UMockdevIoctlClient *ioc)
 {
     Client *c = g_object_get_data(G_OBJECT(ioc), CLIENT_KEY);
     if (c)
@@ -62,13 +69,15 @@ Client *client_get(Instance *inst, UMockdevIoctlClient *ioc)
         worker_note_context();
     c = g_new0(Client, 1);
     c->ioc = ioc;
-    c->inst = instance_ref(inst);
+    c->inst = node->inst;
     g_queue_init(&c->completed);
-    inst->clients = g_list_prepend(inst->clients, c);
-    inst->opens++;
+    if (c->inst) {
+        c->inst->clients = g_list_prepend(c->inst->clients, c);
+        c->inst->opens++;
+        sim_log("%s: client opened", c->inst->devnode);
+    }
     g_object_set_data_full(G_OBJECT(ioc), CLIENT_KEY, c, client_free);
     g_signal_connect(ioc, "notify::connected", G_CALLBACK(on_client_notify), NULL);
-    sim_log("%s: client opened", inst->devnode);
     return c;
 }
 

@@ -1,8 +1,9 @@
 /*
  * accessory-sim: plugging and unplugging (main thread): an instance is
- * made (its place from the topology, its descriptors from its kind), given
- * its usbdevfs handler and materialized; an unplug undoes that, in the
- * contract's order or in the kernel's. Also the upward news of the layers
+ * made (its place from the topology, its descriptors from its kind), bound
+ * to its /dev node's usbdevfs listener and materialized; an unplug undoes
+ * that, in the contract's order or in the kernel's, and then departs the
+ * instance (the main thread's last touch: see state.h). Also the upward news of the layers
  * below, through the handlers registered here: a phone's switch to
  * accessory mode (android.c) and a device that vanished mid-transfer (usbfs).
  */
@@ -16,11 +17,11 @@
 
 #include <string.h>
 
-/* A new instance on PORT at ADDR (sim.lock held): not yet listed nor in the testbed. */
+/* A new instance on PORT at ADDR (sim.lock held): registered (sim.instances
+ * owns it), not yet listed nor in the testbed. */
 static Instance *instance_new(const Spec *spec, const char *port, int addr, gboolean root_hub)
 {
     Instance *inst = g_new0(Instance, 1);
-    inst->refcount = 1;
     inst->root_hub = root_hub;
     spec_copy(&inst->spec, spec);
     inst->port = g_strdup(port);
@@ -51,13 +52,14 @@ static Instance *instance_new(const Spec *spec, const char *port, int addr, gboo
     g_queue_init(&inst->parked);
     inst->unplug_after = -1;
     inst->config = 1;
+    instance_register(inst);
     return inst;
 }
 
-/* Into the testbed with a usbdevfs handler of its own (sim.lock not held). */
+/* Into the testbed, its /dev node's clients bound to it (sim.lock not held). */
 static void attach(Instance *inst, gboolean silent)
 {
-    inst->handler = usbfs_handler_new(inst);
+    usbfs_node_bind(inst);
     materialize_attach(inst, silent);
 }
 
@@ -100,10 +102,13 @@ static void switch_to_accessory_mode(int bus, int addr)
 }
 
 
-/* fault unplug-after: the device vanished mid-transfer (usbfs marked it gone). */
-static void vanished(Instance *inst)
+/* fault unplug-after: the device vanished mid-transfer (usbfs marked it gone);
+ * it may have been unplugged since. */
+static void vanished(guint64 id)
 {
-    device_unplug(inst, FALSE);
+    Instance *inst = topology_find_id(id);
+    if (inst)
+        device_unplug(inst, FALSE);
 }
 
 void devices_init(int first_address, int nbuses)
@@ -118,7 +123,9 @@ void devices_init(int first_address, int nbuses)
     for (int bus = 1; bus <= nbuses; bus++) {
         materialize_host_controller(bus);
         g_snprintf(port, sizeof(port), "usb%d", bus);
+        g_rec_mutex_lock(&sim.lock);
         sim.root_hubs[bus] = instance_new(&hub, port, 1, TRUE);
+        g_rec_mutex_unlock(&sim.lock);
         attach(sim.root_hubs[bus], FALSE);
         if (bus == 1 && !worker_capture(sim.root_hubs[bus]->devnode))
             g_printerr("accessory-sim: warning: cannot reach umockdev's ioctl thread\n");
@@ -170,13 +177,15 @@ void device_unplug(Instance *inst, gboolean silent)
         g_rec_mutex_unlock(&sim.lock);
         if (!silent && sim.kernel_order_ms >= 0) {
             /* all of them leave sysfs at once; their uevents trail (see below) */
-            g_ptr_array_add(children, instance_ref(inst));
+            g_ptr_array_add(children, inst);
             devices_unplug_urbs_first(children, (guint)sim.kernel_order_ms);
             g_ptr_array_unref(children);
             return;
         }
+        /* the deepest first: a hub among them finds its children gone already
+         * (each entry is unplugged once, and not touched after) */
         for (guint i = 0; i < children->len; i++)
-            device_unplug(g_ptr_array_index(children, i), silent); /* a hub among them finds its children gone already */
+            device_unplug(g_ptr_array_index(children, i), silent);
         g_ptr_array_unref(children);
     }
     if (!silent && sim.kernel_order_ms >= 0) {
@@ -194,7 +203,7 @@ void device_unplug(Instance *inst, gboolean silent)
 
     materialize_detach(inst, silent);
     sim_log("unplugged %d:%d port %s%s", inst->bus, inst->addr, inst->port, silent ? " (silent)" : "");
-    instance_unref(inst); /* the table's reference */
+    usbfs_instance_depart(inst); /* the main thread's last touch */
 }
 
 /* The kernel's order on a real unplug: the pending URBs fail first (OUT with
@@ -203,8 +212,8 @@ void device_unplug(Instance *inst, gboolean silent)
  * The device directory itself stays until then: the uevent is built from it. */
 void device_unplug_urbs_first(Instance *inst, guint uevent_delay_ms)
 {
-    GPtrArray *one = g_ptr_array_new_with_free_func((GDestroyNotify)instance_unref);
-    g_ptr_array_add(one, instance_ref(inst));
+    GPtrArray *one = g_ptr_array_new();
+    g_ptr_array_add(one, inst);
     devices_unplug_urbs_first(one, uevent_delay_ms);
     g_ptr_array_unref(one);
 }
@@ -244,7 +253,7 @@ void devices_unplug_urbs_first(GPtrArray *gone, guint uevent_delay_ms)
         materialize_detach(inst, FALSE);
         sim_log("unplugged %d:%d port %s (URBs first, uevent after %u ms)", inst->bus, inst->addr, inst->port,
                 uevent_delay_ms);
-        instance_unref(inst); /* the table's reference */
+        usbfs_instance_depart(inst); /* the main thread's last touch */
     }
     g_free(vanished);
 }
@@ -270,26 +279,23 @@ Instance *device_replug(Instance *inst, gboolean silent, char **error)
 
 void devices_shutdown(void)
 {
-    /* The testbed directory goes away with the testbed; just drop our
-     * references to the handlers so they can be finalized. */
+    /* Everything departs (the testbed directory goes away with the testbed);
+     * the nodes' listeners stay until the testbed is finalized. Instances
+     * that clients still hold die with them, or stay in sim.instances. */
     GPtrArray *all = topology_take_all();
+    for (int bus = 1; bus <= sim.nbuses; bus++)
+        if (sim.root_hubs[bus])
+            g_ptr_array_add(all, g_steal_pointer(&sim.root_hubs[bus]));
     for (guint i = 0; i < all->len; i++) {
         Instance *inst = g_ptr_array_index(all, i);
-        GError *err = NULL;
-        if (!umockdev_testbed_detach_ioctl(sim.testbed, inst->devnode, &err))
-            g_clear_error(&err);
-        g_clear_object(&inst->handler);
-        instance_unref(inst);
+        g_rec_mutex_lock(&sim.lock);
+        inst->gone = TRUE;
+        usbfs_instance_gone(inst);
+        g_rec_mutex_unlock(&sim.lock);
+        usbfs_instance_depart(inst);
     }
     g_ptr_array_unref(all);
-    for (int bus = 1; bus <= sim.nbuses; bus++) {
-        if (!sim.root_hubs[bus])
-            continue;
-        GError *err = NULL;
-        if (!umockdev_testbed_detach_ioctl(sim.testbed, sim.root_hubs[bus]->devnode, &err))
-            g_clear_error(&err);
-        g_clear_object(&sim.root_hubs[bus]->handler);
-        g_clear_pointer(&sim.root_hubs[bus], instance_unref);
-    }
+    if (sim.worker_ctx)
+        worker_barrier(); /* the departures have run */
     tb_shutdown();
 }

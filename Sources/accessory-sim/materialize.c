@@ -367,7 +367,6 @@ void materialize_unlist(Instance *inst)
 void materialize_detach(Instance *inst, gboolean silent)
 {
     char *rel;
-    GError *err = NULL;
 
     if (!silent) {
         /* as the kernel: the interfaces' remove events (last first), then the device's */
@@ -386,29 +385,23 @@ void materialize_detach(Instance *inst, gboolean silent)
     tb_unlink(rel);
     g_free(rel);
     materialize_remove_node(inst);
+}
 
-    if (!umockdev_testbed_detach_ioctl(sim.testbed, inst->devnode, &err)) {
-        g_printerr("accessory-sim: detaching %s: %s\n", inst->devnode, err ? err->message : "failed");
+void materialize_ioctl_listen(const char *devnode, UMockdevIoctlBase *handler)
+{
+    GError *err = NULL;
+    char *sock = g_strdup_printf("%s/ioctl%s", sim.root, devnode);
+
+    tb_raw_unlink(sock, 0); /* a stale socket would make the listener fail */
+    g_free(sock);
+    if (!umockdev_testbed_attach_ioctl(sim.testbed, devnode, handler, &err)) {
+        g_printerr("accessory-sim: attaching %s: %s\n", devnode, err ? err->message : "failed");
         g_clear_error(&err);
     }
-    g_clear_object(&inst->handler);
 }
 
 void materialize_attach(Instance *inst, gboolean silent)
 {
-    GError *err = NULL;
-    char *sock = g_strdup_printf("%s/ioctl%s", sim.root, inst->devnode);
-
-    tb_raw_unlink(sock, 0); /* a stale socket would make the listener fail */
-    g_free(sock);
-    if (!umockdev_testbed_attach_ioctl(sim.testbed, inst->devnode, inst->handler, &err)) {
-        g_printerr("accessory-sim: attaching %s: %s\n", inst->devnode, err ? err->message : "failed");
-        g_clear_error(&err);
-    }
-    /* umockdev starts listening on its worker thread; a detach before that
-     * leaves the listener running forever (a socket and the handler leak
-     * per quick plug/unplug, e.g. in a storm). */
-    worker_barrier();
     write_device(inst);
     if (!silent) {
         sim_uevent(inst->syspath, "add");

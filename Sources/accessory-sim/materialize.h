@@ -10,11 +10,14 @@
 
 /* A minimal PCI device for bus B's root hub to hang off. No uevents. */
 void materialize_host_controller(int bus);
-/* Attaches inst->handler to the node, writes the device and (unless silent)
- * sends its "add" uevents, the device's first. */
+/* Starts a usbdevfs listener (umockdev's ioctl socket) on a /dev path, with
+ * handler behind it, for the rest of the run: it is never detached. */
+void materialize_ioctl_listen(const char *devnode, UMockdevIoctlBase *handler);
+/* Writes the device and (unless silent) sends its "add" uevents, the
+ * device's first. */
 void materialize_attach(Instance *inst, gboolean silent);
-/* Sends the "remove" uevents (unless silent), the interfaces' first, takes the
- * device out of the testbed and detaches (and drops) inst->handler. */
+/* Sends the "remove" uevents (unless silent), the interfaces' first, and takes
+ * the device out of the testbed. */
 void materialize_detach(Instance *inst, gboolean silent);
 /* The kernel's first step of an unplug: out of /sys/bus/usb/devices, node gone;
  * the directory stays for materialize_detach's uevent. */

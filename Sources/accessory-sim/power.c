@@ -10,7 +10,9 @@
  * next address, once the port of the half it was on is on. A powered-off device forgets a wedge that a power cycle
  * cures. A device's `authorized` (watched too) drops it and brings it back
  * the same way, with its directory left holding `authorized` meanwhile.
- * Main thread, sim.lock not held on entry.
+ * Main thread, sim.lock not held on entry. Instances are plain pointers here:
+ * only the main thread unplugs, and a hub's power never unplugs the hub itself
+ * (nor its peer on the other bus), only what is behind it.
  */
 #define _GNU_SOURCE
 #include "power.h"
@@ -46,7 +48,7 @@ static gboolean port_off(const Instance *hub, guint n)
 static void drop_parked(Instance *inst, Wedge step)
 {
     GPtrArray *gone = topology_behind(inst); /* the deepest first */
-    g_ptr_array_add(gone, instance_ref(inst));
+    g_ptr_array_add(gone, inst);
     for (guint i = 0; i < gone->len; i++) {
         Instance *x = g_ptr_array_index(gone, i);
         Spec spec;
@@ -126,9 +128,7 @@ static void apply(Instance *hub, guint32 mask, gboolean on, guint written)
         char *child = topology_child_port(hub, n);
         g_rec_mutex_lock(&sim.lock);
         g_ptr_array_add(sim.power_log, g_strdup_printf("%s %s", child, on ? "on" : "off"));
-        Instance *peer = power_peer(hub);
-        if (peer)
-            instance_ref(peer);
+        Instance *peer = power_peer(hub); /* a hub on another bus: no drop below unplugs it */
         gboolean really_off = port_off(hub, n) && (!peer || port_off(peer, n));
         g_rec_mutex_unlock(&sim.lock);
         sim_log("port %s powered %s%s", child, on ? "on" : "off", peer && !really_off ? " (its peer still powers it)" : "");
@@ -144,8 +144,6 @@ static void apply(Instance *hub, guint32 mask, gboolean on, guint written)
             if (peer)
                 restore_port(peer, n);
         }
-        if (peer)
-            instance_unref(peer);
     }
 }
 
@@ -164,17 +162,12 @@ gboolean power_switch(const char *port, gboolean on, char **error)
     int n = 0;
     g_rec_mutex_lock(&sim.lock);
     Instance *hub = topology_upstream(port, &n);
-    if (hub)
-        instance_ref(hub);
     g_rec_mutex_unlock(&sim.lock);
     if (!hub || n < 1 || (guint)n > topology_hub_ports(hub)) {
         *error = g_strdup_printf("no hub port %s", port);
-        if (hub)
-            instance_unref(hub);
         return FALSE;
     }
-    switch_hub_port(hub, (guint)n, on, 0);
-    instance_unref(hub);
+    switch_hub_port(hub, (guint)n, on, 0); /* drops what is behind the hub, never the hub */
     return TRUE;
 }
 
@@ -184,9 +177,7 @@ static void on_hub_request(int bus, int addr, guint32 mask, gboolean on)
     Instance *hub = bus >= 1 && bus <= sim.nbuses && addr == 1 ? sim.root_hubs[bus] : topology_find(bus, addr);
     if (!hub || !is_hub(hub))
         return; /* unplugged in the meantime */
-    instance_ref(hub);
     apply(hub, mask, on, 0);
-    instance_unref(hub);
 }
 
 /* A device's `authorized` written: 0 drops it (and what is behind it) in the
@@ -258,8 +249,6 @@ static void on_write(const char *dir, const char *name)
     } else {
         hub = topology_at_port(hub_port);
     }
-    if (hub)
-        instance_ref(hub);
     g_rec_mutex_unlock(&sim.lock);
     g_free(hub_port);
     if (!hub)
@@ -267,7 +256,6 @@ static void on_write(const char *dir, const char *name)
     if (n >= 1 && n <= topology_hub_ports(hub) && !switch_hub_port(hub, n, value == 0, n) &&
         watch_read_flag(dir, name) == value && port_off(hub, n) != (value == 1))
         materialize_port_disable(hub, n, port_off(hub, n)); /* what is, on a hub that did not switch */
-    instance_unref(hub);
 }
 
 void power_vanish(Instance *inst, gboolean back_on_cycle)

@@ -1,6 +1,7 @@
 /*
- * accessory-sim: the simulator's one state (sim), logging, and instance
- * references.
+ * accessory-sim: the simulator's one state (sim), logging, and instances'
+ * lives: sim.instances owns them, and instance_release() is the one place
+ * where one dies (see state.h).
  */
 #include "state.h"
 
@@ -31,16 +32,24 @@ void instance_fifo_clear(Instance *inst)
     inst->fifo_bytes = 0;
 }
 
-Instance *instance_ref(Instance *inst)
+void instance_register(Instance *inst)
 {
-    g_atomic_int_inc(&inst->refcount);
-    return inst;
+    if (!sim.instances)
+        sim.instances = g_hash_table_new(g_int64_hash, g_int64_equal);
+    inst->id = ++sim.next_instance_id;
+    g_hash_table_insert(sim.instances, &inst->id, inst);
 }
 
-void instance_unref(Instance *inst)
+Instance *instance_lookup(guint64 id)
 {
-    if (!g_atomic_int_dec_and_test(&inst->refcount))
-        return;
+    return sim.instances ? g_hash_table_lookup(sim.instances, &id) : NULL;
+}
+
+gboolean instance_release(Instance *inst)
+{
+    if (!inst->departed || inst->clients)
+        return FALSE;
+    g_hash_table_remove(sim.instances, &inst->id);
     spec_clear(&inst->spec);
     g_free(inst->port);
     g_free(inst->syspath);
@@ -56,8 +65,9 @@ void instance_unref(Instance *inst)
         g_free(inst->kdriver[i]);
         g_free(inst->kdriver_last[i]);
     }
-    /* URB queues are emptied when the instance goes away (urbs.c); the
-     * FIFO may still hold data. */
+    /* URBs belong to clients, and there are none; the FIFO may still hold data
+     * (the worker clears it when the instance departs). */
     instance_fifo_clear(inst);
     g_free(inst);
+    return TRUE;
 }

@@ -19,6 +19,24 @@
  * a recursive mutex. Never call a umockdev testbed function while holding
  * sim.lock: the testbed may need the worker thread, which may be waiting
  * for the lock.
+ *
+ * An instance's life (one owner, one place where it dies):
+ *  - sim.instances owns every Instance, from instance_register() (plug) to
+ *    instance_release() (state.c), the one function that frees one. Nothing
+ *    else frees an instance, and nothing counts references to it.
+ *  - While it is plugged, the main thread may use it freely: only the main
+ *    thread unplugs, and only an unplugged instance can die.
+ *  - An unplug marks it gone and unbinds it from its /dev node (usbfs.c's
+ *    nodes: clients that connect from then on get ENODEV), removes it from
+ *    the testbed, and then departs it (usbfs_instance_depart): the main
+ *    thread's last touch. The worker fails what it has pending and releases
+ *    it; it dies there, or, if clients (open file descriptors) still hold
+ *    it, when the last of them closes (clients.c). Both run on the worker
+ *    with sim.lock held (on the main thread only when no client has ever
+ *    connected, so that no worker context is known).
+ *  - Code that comes back later (an idle, a worker call) carries the
+ *    instance's id and looks it up (instance_lookup, topology_find_id),
+ *    never a pointer.
  */
 #ifndef ACCESSORY_SIM_STATE_H
 #define ACCESSORY_SIM_STATE_H
@@ -102,10 +120,11 @@ typedef struct Instance Instance;
 typedef struct Client Client;
 typedef struct Urb Urb;
 
-/* One enumeration of a device: a bus address, a sysfs directory, a /dev node
- * and an ioctl handler. A replug creates a new Instance for the same port. */
+/* One enumeration of a device: a bus address, a sysfs directory and a /dev
+ * node (whose usbdevfs listener binds its clients to it). A replug creates a
+ * new Instance for the same port. */
 struct Instance {
-    gint refcount;
+    guint64 id;    /* unique for the run (sim.instances' key); 0: not registered */
     gboolean root_hub;
     Spec spec;
     char *port;    /* sysfs name: "usb1" or "1-1", "1-1.4", ... */
@@ -118,10 +137,10 @@ struct Instance {
     char *devnode; /* "/dev/bus/usb/001/002" */
     GBytes *descriptors; /* device descriptor + full configuration */
     char *strings[8];    /* string descriptors by index (NULL: none) */
-    UMockdevIoctlBase *handler;
 
     /* Everything below is guarded by sim.lock. */
     gboolean gone;           /* detached: ioctls fail with ENODEV */
+    gboolean departed;       /* the main thread is done with it: it dies with its last client */
     gboolean kernel_order;   /* gone in the kernel's order: pending URBs fail with
                               * -EPROTO (IN) / -ESHUTDOWN (OUT), not -ENODEV */
     gboolean vanish_pending; /* unplug-after budget reached */
@@ -156,6 +175,8 @@ typedef struct {
     char *root;            /* testbed root directory */
     GRecMutex lock;
     GMainContext *worker_ctx; /* umockdev's ioctl thread (set once at start-up) */
+    GHashTable *instances;    /* id -> Instance*: every live instance, plugged or departed (the owner) */
+    guint64 next_instance_id;
     GPtrArray *accessories;   /* Instance*: present devices (plugged hubs too, not root hubs) */
     int nbuses;
     Instance *root_hubs[SIM_MAX_BUSES + 1]; /* by bus number */
@@ -173,11 +194,17 @@ typedef struct {
 
 extern Sim sim;
 
-/* state.c: logging (ACCESSORY_SIM_DEBUG) and instance references */
+/* state.c: logging (ACCESSORY_SIM_DEBUG) and instances' lives (see above) */
 void sim_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-Instance *instance_ref(Instance *inst);
-void instance_unref(Instance *inst);
-/* Frees the echo FIFO (any thread; sim.lock held or instance unreachable). */
+/* Gives a new instance its id and puts it in sim.instances (sim.lock held). */
+void instance_register(Instance *inst);
+/* The live instance with this id, or NULL once it has died (sim.lock held). */
+Instance *instance_lookup(guint64 id);
+/* Frees inst if it has departed and no client holds it (sim.lock held): the
+ * one place where an instance dies. TRUE if it did: inst is gone for good. */
+gboolean instance_release(Instance *inst);
+/* Frees the echo FIFO (sim.lock held; the worker thread, where URB data lives,
+ * unless no client ever talked to the instance). */
 void instance_fifo_clear(Instance *inst);
 
 /* A root hub or a plugged hub: it answers hub class requests and has ports. */

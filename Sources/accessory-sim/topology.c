@@ -328,6 +328,19 @@ Instance *topology_find(int bus, int addr)
     return found;
 }
 
+Instance *topology_find_id(guint64 id)
+{
+    Instance *found = NULL;
+    g_rec_mutex_lock(&sim.lock);
+    for (guint i = 0; i < sim.accessories->len && !found; i++) {
+        Instance *inst = g_ptr_array_index(sim.accessories, i);
+        if (inst->id == id)
+            found = inst;
+    }
+    g_rec_mutex_unlock(&sim.lock);
+    return found;
+}
+
 
 static int depth_then_port(gconstpointer a, gconstpointer b)
 {
@@ -343,12 +356,12 @@ static int depth_then_port(gconstpointer a, gconstpointer b)
 GPtrArray *topology_behind(const Instance *hub)
 {
     char *prefix = g_strdup_printf("%s.", hub->port);
-    GPtrArray *children = g_ptr_array_new_with_free_func((GDestroyNotify)instance_unref);
+    GPtrArray *children = g_ptr_array_new();
     g_rec_mutex_lock(&sim.lock);
     for (guint i = 0; i < sim.accessories->len; i++) {
         Instance *a = g_ptr_array_index(sim.accessories, i);
         if (a->bus == hub->bus && g_str_has_prefix(a->port, prefix))
-            g_ptr_array_add(children, instance_ref(a));
+            g_ptr_array_add(children, a);
     }
     g_rec_mutex_unlock(&sim.lock);
     g_ptr_array_sort(children, depth_then_port);
@@ -366,12 +379,12 @@ static int compare_ports(gconstpointer a, gconstpointer b)
 
 GPtrArray *topology_present(void)
 {
-    GPtrArray *sorted = g_ptr_array_new_with_free_func((GDestroyNotify)instance_unref);
+    GPtrArray *sorted = g_ptr_array_new();
     g_rec_mutex_lock(&sim.lock);
     for (guint i = 0; i < sim.accessories->len; i++) {
         Instance *inst = g_ptr_array_index(sim.accessories, i);
         if (!inst->gone) /* a vanished device is listed no more */
-            g_ptr_array_add(sorted, instance_ref(inst));
+            g_ptr_array_add(sorted, inst);
     }
     g_rec_mutex_unlock(&sim.lock);
     g_ptr_array_sort(sorted, compare_ports);

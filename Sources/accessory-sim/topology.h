@@ -32,17 +32,21 @@ void topology_init(int first_address, int nbuses);
 /* Checks PORT (NULL: the first free port of bus 1) and takes an address on
  * its bus: *port_out and *addr_out, or FALSE and *error. sim.lock held. */
 gboolean topology_claim(const char *port, char **port_out, int *addr_out, char **error);
-/* Lists a claimed instance as present (takes the caller's reference); sim.lock held. */
+/* Lists a claimed instance as present; sim.lock held. */
 void topology_add(Instance *inst);
 /* Unlists it and frees its address; FALSE if it was not listed. sim.lock held. */
 gboolean topology_remove(Instance *inst);
 /* The present, not gone device at BUS:ADDR, or NULL. */
 Instance *topology_find(int bus, int addr);
+/* The listed device with this id (gone or not: a device that vanished mid-transfer
+ * stays listed until it is unplugged), or NULL. */
+Instance *topology_find_id(guint64 id);
 /* Whether the hub (or root hub) has something plugged into its port n (sim.lock held). */
 gboolean hub_port_connected(const Instance *hub, int n);
-/* The devices behind a hub, the deepest first (references held). */
+/* The devices behind a hub, the deepest first. The array holds plain pointers:
+ * they stay valid until the main thread unplugs them (main thread). */
 GPtrArray *topology_behind(const Instance *hub);
-/* Every present device, not gone, by bus and port (references held). */
+/* Every present device, not gone, by bus and port (plain pointers, as above). */
 GPtrArray *topology_present(void);
 /* The present, not gone device on PORT, or NULL (sim.lock held). */
 Instance *topology_at_port(const char *port);
@@ -64,7 +68,7 @@ void topology_drop_parked_behind(const char *port);
 /* The same, but on PORT itself and behind it. */
 void topology_drop_parked(const char *port);
 
-/* Empties the table and returns what was in it (the table's references). */
+/* Empties the table and returns what was in it. */
 GPtrArray *topology_take_all(void);
 
 #endif

@@ -126,7 +126,7 @@ static void fail_queue(GQueue *q, int status)
 void usbfs_fail_all(Instance *inst)
 {
     if (inst->kernel_order) {
-        /* the kernel's order (fail_kernel_cb); parked holds timed-out URBs and
+        /* the kernel's order (usbfs.c's fail_kernel); parked holds timed-out URBs and
          * IN URBs on endpoints that never send (a phone's) */
         Urb *r;
         fail_queue(&inst->in_pending, -EPROTO);
@@ -147,47 +147,9 @@ void usbfs_fail_all(Instance *inst)
     }
 }
 
-static gboolean fail_all_cb(gpointer data)
-{
-    Instance *inst = data;
-    g_rec_mutex_lock(&sim.lock);
-    usbfs_fail_all(inst);
-    g_rec_mutex_unlock(&sim.lock);
-    return G_SOURCE_REMOVE;
-}
+static void (*vanish_handler)(guint64 id);
 
-/* The kernel's order on a real unplug: bulk and interrupt OUT URBs end with
- * -ESHUTDOWN (libusb: NO_DEVICE), IN URBs with -EPROTO (libusb: TRANSFER_ERROR). */
-static void fail_kernel(gpointer data)
-{
-    Instance *inst = data;
-    g_rec_mutex_lock(&sim.lock);
-    usbfs_fail_all(inst); /* inst->kernel_order is set: its statuses; waiting reapers, the FIFO */
-    g_rec_mutex_unlock(&sim.lock);
-}
-
-void usbfs_instance_gone_kernel_order(Instance *inst)
-{
-    /* Without a worker context no client ever talked to us: nothing is pending. Else wait
-     * until they have failed: only then does sysfs lose the device. The worker holds a
-     * reference of its own, so a wait that gives up leaves it nothing freed. */
-    if (sim.worker_ctx && !worker_run(fail_kernel, instance_ref(inst), (GDestroyNotify)instance_unref, 2 * G_TIME_SPAN_SECOND))
-        g_printerr("accessory-sim: the usbfs worker did not fail the URBs of %d:%d within 2 s; going on\n", inst->bus,
-                   inst->addr);
-}
-
-void usbfs_instance_gone(Instance *inst)
-{
-    /* URB data is only touched on the worker thread. Without a worker
-     * context no client ever talked to us, so nothing is pending. */
-    if (sim.worker_ctx)
-        g_main_context_invoke_full(sim.worker_ctx, G_PRIORITY_DEFAULT, fail_all_cb, instance_ref(inst),
-                                   (GDestroyNotify)instance_unref);
-}
-
-static void (*vanish_handler)(Instance *inst);
-
-void usbfs_set_vanish_handler(void (*handler)(Instance *inst))
+void usbfs_set_vanish_handler(void (*handler)(guint64 id))
 {
     vanish_handler = handler;
 }
@@ -195,7 +157,7 @@ void usbfs_set_vanish_handler(void (*handler)(Instance *inst))
 static gboolean vanish_idle(gpointer data)
 {
     if (vanish_handler)
-        vanish_handler(data);
+        vanish_handler(*(guint64 *)data);
     return G_SOURCE_REMOVE;
 }
 
@@ -204,10 +166,8 @@ void usbfs_vanish(Instance *inst)
     inst->vanish_pending = FALSE;
     inst->gone = TRUE;
     usbfs_fail_all(inst);
-    g_idle_add_full(G_PRIORITY_DEFAULT, vanish_idle, instance_ref(inst), (GDestroyNotify)instance_unref);
+    g_idle_add_full(G_PRIORITY_DEFAULT, vanish_idle, g_memdup2(&inst->id, sizeof inst->id), g_free);
 }
-
-
 
 gboolean endpoint_exists(Instance *inst, guint8 ep)
 {

@@ -8,7 +8,9 @@
  *
  * umockdev forwards every ioctl of a client (one open file descriptor) to
  * the "handle-ioctl" signal of the handler attached to the node; that runs
- * on umockdev's worker thread. Client memory is reached through
+ * on umockdev's worker thread. Each /dev path has one handler for the whole
+ * run (a node, below); a client is bound to the instance at the node when it
+ * connects. Client memory is reached through
  * UMockdevIoctlData: resolve() copies it in, and local changes are written
  * back when the ioctl is completed.
  *
@@ -19,6 +21,7 @@
  * isochronous URBs, streams.
  */
 #define _GNU_SOURCE
+#include "materialize.h"
 #include "usbfs_internal.h"
 
 #include <errno.h>
@@ -399,32 +402,158 @@ static void dispatch(Instance *inst, Client *c, UMockdevIoctlClient *ioc, gulong
         fail(ioc, ENOTTY);
 }
 
+static void node_unbind(Instance *inst);
+
 static gboolean on_handle_ioctl(UMockdevIoctlBase *handler, UMockdevIoctlClient *ioc, gpointer user)
 {
-    Instance *inst = user;
+    Node *node = user;
     gulong req = umockdev_ioctl_client_get_request(ioc);
     UMockdevIoctlData *arg = umockdev_ioctl_client_get_arg(ioc);
     (void)handler;
 
     g_rec_mutex_lock(&sim.lock);
-    Client *c = client_get(inst, ioc);
-    if (inst->gone)
-        usbfs_fail_all(inst);
-    dispatch(inst, c, ioc, req, arg);
-    if (inst->vanish_pending && !inst->gone)
-        usbfs_vanish(inst);
+    Client *c = client_get(node, ioc);
+    Instance *inst = c->inst;
+    if (!inst) {
+        fail(ioc, ENODEV); /* it connected after its device had gone */
+    } else {
+        if (inst->gone)
+            usbfs_fail_all(inst);
+        dispatch(inst, c, ioc, req, arg);
+        if (inst->vanish_pending && !inst->gone) {
+            usbfs_vanish(inst);
+            node_unbind(inst);
+        }
+    }
     g_rec_mutex_unlock(&sim.lock);
     return TRUE;
 }
 
-UMockdevIoctlBase *usbfs_handler_new(Instance *inst)
+/* ---- nodes: one listener per /dev path, for the whole run ----------------------- */
+
+/* Every /dev/bus/usb/BBB/DDD that an instance has had keeps its usbdevfs
+ * listener (umockdev's handler and its socket) until the simulator exits;
+ * the node only says which instance is there now. So an unplug never closes
+ * a listening socket: a client that opened the node just before the unplug
+ * is accepted and gets ENODEV (as from a kernel), instead of finding its
+ * connection reset (umockdev's preload aborts the client then); and no
+ * listener is ever cancelled from the main thread while the worker runs its
+ * accept (GLib 2.74's GCancellableSource races there and leaks a source per
+ * lost race, which every later iteration of the worker's loop walks). Nodes
+ * are never freed: the handlers' signals carry them. */
+static Node *nodes[SIM_MAX_BUSES + 1][128];
+
+static Node *node_at(const Instance *inst)
 {
-    UMockdevIoctlBase *h = umockdev_ioctl_base_new();
-    /* Clients can outlive the device's presence; they keep the handler,
-     * and the handler keeps the instance. */
-    g_object_set_data_full(G_OBJECT(h), "accessory-sim-instance", instance_ref(inst),
-                           (GDestroyNotify)instance_unref);
-    g_signal_connect(h, "handle-ioctl", G_CALLBACK(on_handle_ioctl), inst);
-    g_signal_connect(h, "client-connected", G_CALLBACK(on_client_connected), inst);
-    return h;
+    if (inst->bus < 1 || inst->bus > SIM_MAX_BUSES || inst->addr < 1 || inst->addr > 127)
+        return NULL;
+    return nodes[inst->bus][inst->addr];
+}
+
+void usbfs_node_bind(Instance *inst)
+{
+    g_rec_mutex_lock(&sim.lock);
+    Node *node = node_at(inst);
+    g_rec_mutex_unlock(&sim.lock);
+    if (!node && inst->bus >= 1 && inst->bus <= SIM_MAX_BUSES && inst->addr >= 1 && inst->addr <= 127) {
+        /* the first instance at this path: its listener, attached once (main
+         * thread, the only one that makes nodes, sim.lock not held) */
+        node = g_new0(Node, 1);
+        node->handler = umockdev_ioctl_base_new();
+        g_signal_connect(node->handler, "handle-ioctl", G_CALLBACK(on_handle_ioctl), node);
+        g_signal_connect(node->handler, "client-connected", G_CALLBACK(on_client_connected), node);
+        materialize_ioctl_listen(inst->devnode, node->handler);
+        g_rec_mutex_lock(&sim.lock);
+        nodes[inst->bus][inst->addr] = node;
+        g_rec_mutex_unlock(&sim.lock);
+    }
+    if (!node)
+        return;
+    g_rec_mutex_lock(&sim.lock);
+    node->inst = inst;
+    g_rec_mutex_unlock(&sim.lock);
+}
+
+/* The node binds new clients to nothing (sim.lock held). */
+static void node_unbind(Instance *inst)
+{
+    Node *node = node_at(inst);
+    if (node && node->inst == inst)
+        node->inst = NULL;
+}
+
+/* ---- an instance that goes, and departs ---------------------------------------- */
+
+static gboolean fail_all_cb(gpointer data)
+{
+    guint64 *id = data;
+    g_rec_mutex_lock(&sim.lock);
+    Instance *inst = instance_lookup(*id);
+    if (inst)
+        usbfs_fail_all(inst);
+    g_rec_mutex_unlock(&sim.lock);
+    return G_SOURCE_REMOVE;
+}
+
+void usbfs_instance_gone(Instance *inst)
+{
+    node_unbind(inst);
+    /* URB data is only touched on the worker thread. Without a worker
+     * context no client ever talked to us, so nothing is pending. */
+    if (sim.worker_ctx)
+        g_main_context_invoke_full(sim.worker_ctx, G_PRIORITY_DEFAULT, fail_all_cb, g_memdup2(&inst->id, sizeof inst->id),
+                                   g_free);
+}
+
+/* The kernel's order on a real unplug: bulk and interrupt OUT URBs end with
+ * -ESHUTDOWN (libusb: NO_DEVICE), IN URBs with -EPROTO (libusb: TRANSFER_ERROR). */
+static void fail_kernel(gpointer data)
+{
+    fail_all_cb(data); /* inst->kernel_order is set: its statuses; waiting reapers, the FIFO */
+}
+
+void usbfs_instance_gone_kernel_order(Instance *inst)
+{
+    g_rec_mutex_lock(&sim.lock);
+    node_unbind(inst);
+    g_rec_mutex_unlock(&sim.lock);
+    /* Without a worker context no client ever talked to us: nothing is pending. Else wait
+     * until they have failed: only then does sysfs lose the device. The call carries the
+     * instance's id, so a wait that gives up leaves the worker nothing to find freed. */
+    if (sim.worker_ctx &&
+        !worker_run(fail_kernel, g_memdup2(&inst->id, sizeof inst->id), g_free, 2 * G_TIME_SPAN_SECOND))
+        g_printerr("accessory-sim: the usbfs worker did not fail the URBs of %d:%d within 2 s; going on\n", inst->bus,
+                   inst->addr);
+}
+
+/* Worker thread: what the instance still has pending fails, its FIFO goes
+ * (URB data lives here), and it is released: it dies now, or with its last
+ * client. */
+static gboolean depart_cb(gpointer data)
+{
+    guint64 *id = data;
+    g_rec_mutex_lock(&sim.lock);
+    Instance *inst = instance_lookup(*id);
+    if (inst) {
+        usbfs_fail_all(inst);
+        inst->departed = TRUE;
+        instance_release(inst);
+    }
+    g_rec_mutex_unlock(&sim.lock);
+    return G_SOURCE_REMOVE;
+}
+
+void usbfs_instance_depart(Instance *inst)
+{
+    g_rec_mutex_lock(&sim.lock);
+    node_unbind(inst);
+    if (sim.worker_ctx) {
+        g_main_context_invoke_full(sim.worker_ctx, G_PRIORITY_DEFAULT, depart_cb, g_memdup2(&inst->id, sizeof inst->id),
+                                   g_free);
+    } else {
+        /* no client ever talked to the simulator: nothing pending, nobody holds it */
+        inst->departed = TRUE;
+        instance_release(inst);
+    }
+    g_rec_mutex_unlock(&sim.lock);
 }

@@ -14,9 +14,17 @@
  * more than MAX_CTRL_BUFFER_LENGTH (4096) before any ioctl. */
 #define SIM_CTRL_MAX 4096
 
+/* One /dev/bus/usb/BBB/DDD: its usbdevfs listener, kept for the whole run
+ * (usbfs.c), and the instance there now. */
+typedef struct {
+    UMockdevIoctlBase *handler;
+    Instance *inst; /* NULL: none (sim.lock) */
+} Node;
+
 struct Client {
     UMockdevIoctlClient *ioc; /* not owned: the client owns us */
-    Instance *inst;           /* owned reference */
+    Instance *inst;           /* the instance it opened (it lives while we are in its
+                               * clients); NULL: none was there, or we have closed */
     GQueue completed;         /* Urb*: ready to be reaped */
     gboolean reap_waiting;    /* blocked in USBDEVFS_REAPURB */
     gboolean closed;
@@ -52,7 +60,8 @@ void drop_client_urbs(GQueue *q, Client *c);
 /* Fails everything of a gone instance. */
 void usbfs_fail_all(Instance *inst);
 /* Surprise removal from within a transfer (fault unplug-after): reported
- * upward through the vanish handler, on the main context. */
+ * upward through the vanish handler (with the instance's id), on the main
+ * context. */
 void usbfs_vanish(Instance *inst);
 /* The endpoint is in the active configuration (none while unconfigured). */
 gboolean endpoint_exists(Instance *inst, guint8 ep);
@@ -67,7 +76,10 @@ void bulk_submit(Instance *inst, Urb *r);
 void pump(Instance *inst);
 
 /* clients.c: open file descriptors and their claims */
-Client *client_get(Instance *inst, UMockdevIoctlClient *ioc);
+/* ioc's client; a new one is bound to the instance at its node now (NULL if
+ * none is). sim.lock held, worker thread. */
+Client *client_get(Node *node, UMockdevIoctlClient *ioc);
+/* The handler's "client-connected" (user: the Node). */
 void on_client_connected(UMockdevIoctlBase *handler, UMockdevIoctlClient *ioc, gpointer user);
 /* Claims interface slot ifno for c (usbfs claims implicitly on first use):
  * 0, ENOENT or EBUSY. */
